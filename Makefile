@@ -1,0 +1,28 @@
+# Thin aliases; the logic lives in scripts/ and in Go.
+GO       ?= go
+BIN      ?= bin
+FUZZTIME ?= 20s
+
+.PHONY: build run test bench lint fuzz clean
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+run: build
+	./scripts/run.sh
+
+test:
+	./scripts/test.sh
+
+lint:
+	$(GO) vet ./...
+	./scripts/staticcheck.sh
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+fuzz:
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,449 @@
+package tlog
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// Errors of canonicalization. A *CanonError wraps exactly one of them, so callers test
+// with errors.Is. Every one means the input cannot be represented exactly by RFC 8785
+// and must be rejected, never repaired.
+var (
+	ErrSyntax        = errors.New("invalid JSON")
+	ErrDuplicateKey  = errors.New("duplicate object key")
+	ErrInvalidUTF8   = errors.New("invalid UTF-8")
+	ErrLoneSurrogate = errors.New("lone UTF-16 surrogate")
+	ErrIntegerRange  = errors.New("integer beyond 2^53")
+	ErrNonFinite     = errors.New("non-finite number")
+)
+
+// CanonError reports why input could not be canonicalized and where.
+type CanonError struct {
+	Kind   error // one of the Err* sentinels above
+	Offset int   // byte offset in the input
+	Detail string
+}
+
+func (e *CanonError) Error() string {
+	if e.Detail == "" {
+		return fmt.Sprintf("jcs: %v at offset %d", e.Kind, e.Offset)
+	}
+	return fmt.Sprintf("jcs: %v at offset %d: %s", e.Kind, e.Offset, e.Detail)
+}
+
+func (e *CanonError) Unwrap() error { return e.Kind }
+
+// maxDepth bounds nesting so hostile input cannot exhaust the stack.
+const maxDepth = 256
+
+// maxSafeInteger is 2^53, the largest integer magnitude an IEEE 754 double holds exactly
+// together with all smaller ones.
+const maxSafeInteger = 1 << 53
+
+// Canonicalize returns the RFC 8785 (JCS) form of the JSON text in. It rejects, with a
+// *CanonError, anything JCS cannot represent exactly: duplicate keys, invalid UTF-8,
+// lone surrogates, integer literals beyond ±2^53, numbers that overflow to infinity, and
+// any syntax error or trailing data.
+func Canonicalize(in []byte) ([]byte, error) {
+	p := &canonParser{in: in}
+	p.skipSpace()
+	out, err := p.value(make([]byte, 0, len(in)), 0)
+	if err != nil {
+		return nil, err
+	}
+	p.skipSpace()
+	if p.pos != len(in) {
+		return nil, p.errorf(ErrSyntax, "trailing data")
+	}
+	return out, nil
+}
+
+type canonParser struct {
+	in  []byte
+	pos int
+}
+
+func (p *canonParser) errorf(kind error, format string, args ...any) error {
+	return &CanonError{Kind: kind, Offset: p.pos, Detail: fmt.Sprintf(format, args...)}
+}
+
+func (p *canonParser) skipSpace() {
+	for p.pos < len(p.in) {
+		switch p.in[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (p *canonParser) value(out []byte, depth int) ([]byte, error) {
+	if depth > maxDepth {
+		return nil, p.errorf(ErrSyntax, "nesting deeper than %d", maxDepth)
+	}
+	if p.pos >= len(p.in) {
+		return nil, p.errorf(ErrSyntax, "unexpected end of input")
+	}
+	switch c := p.in[p.pos]; {
+	case c == '{':
+		return p.object(out, depth)
+	case c == '[':
+		return p.array(out, depth)
+	case c == '"':
+		s, err := p.string()
+		if err != nil {
+			return nil, err
+		}
+		return appendString(out, s), nil
+	case c == 't':
+		return p.literal(out, "true")
+	case c == 'f':
+		return p.literal(out, "false")
+	case c == 'n':
+		return p.literal(out, "null")
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number(out)
+	default:
+		return nil, p.errorf(ErrSyntax, "unexpected character %q", c)
+	}
+}
+
+func (p *canonParser) literal(out []byte, lit string) ([]byte, error) {
+	if !strings.HasPrefix(string(p.in[p.pos:min(len(p.in), p.pos+len(lit))]), lit) {
+		return nil, p.errorf(ErrSyntax, "invalid literal")
+	}
+	p.pos += len(lit)
+	return append(out, lit...), nil
+}
+
+// shortEscapes maps the character after a backslash to the byte it stands for.
+var shortEscapes = map[byte]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+type member struct {
+	key   string
+	value []byte
+}
+
+func (p *canonParser) object(out []byte, depth int) ([]byte, error) {
+	p.pos++ // '{'
+	var members []member
+	p.skipSpace()
+	if p.pos < len(p.in) && p.in[p.pos] == '}' {
+		p.pos++
+		return append(out, '{', '}'), nil
+	}
+	for {
+		p.skipSpace()
+		if p.pos >= len(p.in) || p.in[p.pos] != '"' {
+			return nil, p.errorf(ErrSyntax, "expected object key")
+		}
+		keyPos := p.pos
+		key, err := p.string()
+		if err != nil {
+			return nil, err
+		}
+		p.skipSpace()
+		if p.pos >= len(p.in) || p.in[p.pos] != ':' {
+			return nil, p.errorf(ErrSyntax, "expected ':' after object key")
+		}
+		p.pos++
+		p.skipSpace()
+		v, err := p.value(nil, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range members {
+			if m.key == key {
+				return nil, &CanonError{Kind: ErrDuplicateKey, Offset: keyPos, Detail: strconv.Quote(key)}
+			}
+		}
+		members = append(members, member{key, v})
+		p.skipSpace()
+		if p.pos >= len(p.in) {
+			return nil, p.errorf(ErrSyntax, "unterminated object")
+		}
+		if p.in[p.pos] == ',' {
+			p.pos++
+			continue
+		}
+		if p.in[p.pos] == '}' {
+			p.pos++
+			break
+		}
+		return nil, p.errorf(ErrSyntax, "expected ',' or '}' in object")
+	}
+	sort.Slice(members, func(i, j int) bool { return lessUTF16(members[i].key, members[j].key) })
+	out = append(out, '{')
+	for i, m := range members {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = appendString(out, m.key)
+		out = append(out, ':')
+		out = append(out, m.value...)
+	}
+	return append(out, '}'), nil
+}
+
+func (p *canonParser) array(out []byte, depth int) ([]byte, error) {
+	p.pos++ // '['
+	out = append(out, '[')
+	p.skipSpace()
+	if p.pos < len(p.in) && p.in[p.pos] == ']' {
+		p.pos++
+		return append(out, ']'), nil
+	}
+	for first := true; ; first = false {
+		if !first {
+			out = append(out, ',')
+		}
+		p.skipSpace()
+		var err error
+		if out, err = p.value(out, depth+1); err != nil {
+			return nil, err
+		}
+		p.skipSpace()
+		if p.pos >= len(p.in) {
+			return nil, p.errorf(ErrSyntax, "unterminated array")
+		}
+		if p.in[p.pos] == ',' {
+			p.pos++
+			continue
+		}
+		if p.in[p.pos] == ']' {
+			p.pos++
+			return append(out, ']'), nil
+		}
+		return nil, p.errorf(ErrSyntax, "expected ',' or ']' in array")
+	}
+}
+
+// string parses a JSON string at p.pos and returns its value as valid UTF-8.
+func (p *canonParser) string() (string, error) {
+	p.pos++ // opening quote
+	var b strings.Builder
+	for {
+		if p.pos >= len(p.in) {
+			return "", p.errorf(ErrSyntax, "unterminated string")
+		}
+		c := p.in[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			return b.String(), nil
+		case c == '\\':
+			if err := p.escape(&b); err != nil {
+				return "", err
+			}
+		case c < 0x20:
+			return "", p.errorf(ErrSyntax, "control character in string")
+		case c < utf8.RuneSelf:
+			b.WriteByte(c)
+			p.pos++
+		default:
+			r, size := utf8.DecodeRune(p.in[p.pos:])
+			if r == utf8.RuneError && size <= 1 {
+				return "", p.errorf(ErrInvalidUTF8, "")
+			}
+			b.Write(p.in[p.pos : p.pos+size])
+			p.pos += size
+		}
+	}
+}
+
+func (p *canonParser) escape(b *strings.Builder) error {
+	if p.pos+1 >= len(p.in) {
+		return p.errorf(ErrSyntax, "unterminated escape")
+	}
+	c := p.in[p.pos+1]
+	if r, ok := shortEscapes[c]; ok {
+		b.WriteByte(r)
+		p.pos += 2
+		return nil
+	}
+	if c != 'u' {
+		return p.errorf(ErrSyntax, "invalid escape \\%c", c)
+	}
+	r1, err := p.hex4(p.pos + 2)
+	if err != nil {
+		return err
+	}
+	start := p.pos
+	p.pos += 6
+	switch {
+	case utf16.IsSurrogate(r1) && r1 < 0xDC00:
+		// A high surrogate must be followed at once by an escaped low surrogate.
+		if p.pos+1 < len(p.in) && p.in[p.pos] == '\\' && p.in[p.pos+1] == 'u' {
+			r2, err := p.hex4(p.pos + 2)
+			if err != nil {
+				return err
+			}
+			if r2 >= 0xDC00 && r2 <= 0xDFFF {
+				b.WriteRune(utf16.DecodeRune(r1, r2))
+				p.pos += 6
+				return nil
+			}
+		}
+		return &CanonError{Kind: ErrLoneSurrogate, Offset: start, Detail: fmt.Sprintf("\\u%04x", r1)}
+	case utf16.IsSurrogate(r1):
+		return &CanonError{Kind: ErrLoneSurrogate, Offset: start, Detail: fmt.Sprintf("\\u%04x", r1)}
+	default:
+		b.WriteRune(r1)
+		return nil
+	}
+}
+
+func (p *canonParser) hex4(at int) (rune, error) {
+	if at+4 > len(p.in) {
+		return 0, p.errorf(ErrSyntax, "short \\u escape")
+	}
+	v, err := strconv.ParseUint(string(p.in[at:at+4]), 16, 32)
+	if err != nil {
+		return 0, p.errorf(ErrSyntax, "invalid \\u escape")
+	}
+	return rune(v), nil
+}
+
+// number parses a JSON number and appends its ECMAScript (RFC 8785 section 3.2.2.3) form.
+func (p *canonParser) number(out []byte) ([]byte, error) {
+	start := p.pos
+	integer := true
+	if p.in[p.pos] == '-' {
+		p.pos++
+	}
+	digits := func() int {
+		n := 0
+		for p.pos < len(p.in) && p.in[p.pos] >= '0' && p.in[p.pos] <= '9' {
+			p.pos++
+			n++
+		}
+		return n
+	}
+	intStart := p.pos
+	if n := digits(); n == 0 {
+		return nil, p.errorf(ErrSyntax, "invalid number")
+	} else if n > 1 && p.in[intStart] == '0' {
+		return nil, p.errorf(ErrSyntax, "leading zero in number")
+	}
+	if p.pos < len(p.in) && p.in[p.pos] == '.' {
+		integer = false
+		p.pos++
+		if digits() == 0 {
+			return nil, p.errorf(ErrSyntax, "invalid number fraction")
+		}
+	}
+	if p.pos < len(p.in) && (p.in[p.pos] == 'e' || p.in[p.pos] == 'E') {
+		integer = false
+		p.pos++
+		if p.pos < len(p.in) && (p.in[p.pos] == '+' || p.in[p.pos] == '-') {
+			p.pos++
+		}
+		if digits() == 0 {
+			return nil, p.errorf(ErrSyntax, "invalid number exponent")
+		}
+	}
+	lit := string(p.in[start:p.pos])
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return nil, &CanonError{Kind: ErrSyntax, Offset: start, Detail: lit}
+	}
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return nil, &CanonError{Kind: ErrNonFinite, Offset: start, Detail: lit}
+	}
+	// Reject integer literals beyond ±2^53, and also any other spelling of an integral
+	// value beyond 2^53 that ECMAScript would print as plain digits (below 1e21): its
+	// canonical form would read back as an out-of-range integer.
+	if integer && !safeInteger(lit) || f == math.Trunc(f) && math.Abs(f) > maxSafeInteger && math.Abs(f) < 1e21 {
+		return nil, &CanonError{Kind: ErrIntegerRange, Offset: start, Detail: lit}
+	}
+	return AppendNumber(out, f), nil
+}
+
+// safeInteger reports whether an integer literal lies within ±2^53. It reads the digits
+// rather than the float, which rounds 2^53+1 down to 2^53.
+func safeInteger(lit string) bool {
+	v, err := strconv.ParseUint(strings.TrimPrefix(lit, "-"), 10, 64)
+	return err == nil && v <= maxSafeInteger
+}
+
+// AppendNumber appends the ECMAScript Number.prototype.toString form of a finite f, as
+// RFC 8785 requires.
+func AppendNumber(out []byte, f float64) []byte {
+	if f == 0 {
+		return append(out, '0') // also -0
+	}
+	abs := math.Abs(f)
+	if abs >= 1e-6 && abs < 1e21 {
+		return strconv.AppendFloat(out, f, 'f', -1, 64)
+	}
+	s := strconv.FormatFloat(f, 'e', -1, 64) // d[.ddd]e±XX
+	mant, exp, _ := strings.Cut(s, "e")
+	out = append(out, mant...)
+	out = append(out, 'e')
+	if exp[0] == '-' {
+		out = append(out, '-')
+	} else {
+		out = append(out, '+')
+	}
+	return append(out, strings.TrimLeft(exp[1:], "0")...)
+}
+
+// appendString appends s (valid UTF-8) as a JCS string literal: only '"', '\\' and
+// control characters are escaped, with the short forms where JSON has them.
+func appendString(out []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	out = append(out, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			out = append(out, '\\', c)
+		case c >= 0x20:
+			out = append(out, c)
+		case c == '\b':
+			out = append(out, '\\', 'b')
+		case c == '\t':
+			out = append(out, '\\', 't')
+		case c == '\n':
+			out = append(out, '\\', 'n')
+		case c == '\f':
+			out = append(out, '\\', 'f')
+		case c == '\r':
+			out = append(out, '\\', 'r')
+		default:
+			out = append(out, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+		}
+	}
+	return append(out, '"')
+}
+
+// lessUTF16 orders keys by their UTF-16 code units, as RFC 8785 section 3.2.3 requires.
+// UTF-8 byte order equals code point order, which differs from UTF-16 order only where a
+// supplementary character meets one in U+E000..U+FFFF.
+func lessUTF16(a, b string) bool {
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if ra != rb {
+			return utf16Unit(ra) < utf16Unit(rb) ||
+				(utf16Unit(ra) == utf16Unit(rb) && ra < rb)
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return len(a) < len(b)
+}
+
+// utf16Unit is the first UTF-16 code unit of r.
+func utf16Unit(r rune) rune {
+	if r >= 0x10000 {
+		return 0xD800 + ((r - 0x10000) >> 10)
+	}
+	return r
+}

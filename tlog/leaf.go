@@ -1,0 +1,154 @@
+package tlog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// TimeLayout is the one timestamp form of Sealtrail: RFC 3339, UTC, milliseconds.
+const TimeLayout = "2006-01-02T15:04:05.000Z"
+
+// FormatTime renders t in TimeLayout, truncated to the millisecond.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
+// ParseTime parses a timestamp that must be exactly in TimeLayout.
+func ParseTime(s string) (time.Time, error) {
+	t, err := time.Parse(TimeLayout, s)
+	if err != nil || t.Format(TimeLayout) != s {
+		return time.Time{}, fmt.Errorf("timestamp %q is not RFC 3339 UTC with milliseconds", s)
+	}
+	return t, nil
+}
+
+// Leaf is the content of one log entry. Its encoding (Encode) is the leaf data hashed
+// into the tree and stored in entry bundles: the RFC 8785 form of
+// {v, projectId, stream, sequence, id, timestamp, payloadHash} plus signingKeyId and
+// signature when the event was signed by the customer.
+type Leaf struct {
+	ProjectID    string
+	Stream       string // StreamEvents or StreamProjectAudit
+	Sequence     uint64 // 1-based
+	ID           string
+	Timestamp    string // TimeLayout, the service's receive time
+	PayloadHash  Hash
+	SigningKeyID string // empty when unsigned
+	Signature    string // lowercase hex; empty when unsigned
+}
+
+// ErrLeaf wraps every reason a leaf is rejected.
+var ErrLeaf = errors.New("invalid leaf")
+
+// Validate checks the leaf's fields against the format.
+func (l *Leaf) Validate() error {
+	switch {
+	case l.ProjectID == "":
+		return fmt.Errorf("%w: empty projectId", ErrLeaf)
+	case !ValidStream(l.Stream):
+		return fmt.Errorf("%w: stream %q", ErrLeaf, l.Stream)
+	case l.Sequence < 1 || l.Sequence > maxSafeInteger:
+		return fmt.Errorf("%w: sequence %d out of range", ErrLeaf, l.Sequence)
+	case !ValidEventID(l.ID):
+		return fmt.Errorf("%w: event id %q", ErrLeaf, l.ID)
+	case (l.SigningKeyID == "") != (l.Signature == ""):
+		return fmt.Errorf("%w: signingKeyId and signature go together", ErrLeaf)
+	}
+	if _, err := ParseTime(l.Timestamp); err != nil {
+		return fmt.Errorf("%w: %w", ErrLeaf, err)
+	}
+	if l.Signature != "" {
+		if _, err := parseSignature(l.Signature); err != nil {
+			return fmt.Errorf("%w: %w", ErrLeaf, err)
+		}
+	}
+	return nil
+}
+
+// Encode returns the leaf data: the JCS object, members in RFC 8785 order
+// (id, payloadHash, projectId, sequence, signature, signingKeyId, stream, timestamp, v).
+// The leaf must be valid (see Validate).
+func (l *Leaf) Encode() []byte {
+	b := make([]byte, 0, 256+len(l.ProjectID)+len(l.ID)+len(l.SigningKeyID)+len(l.Signature))
+	b = append(b, `{"id":`...)
+	b = appendString(b, l.ID)
+	b = append(b, `,"payloadHash":"`...)
+	b = appendHex(b, l.PayloadHash[:])
+	b = append(b, `","projectId":`...)
+	b = appendString(b, l.ProjectID)
+	b = append(b, `,"sequence":`...)
+	b = strconv.AppendUint(b, l.Sequence, 10)
+	if l.Signature != "" {
+		b = append(b, `,"signature":`...)
+		b = appendString(b, l.Signature)
+		b = append(b, `,"signingKeyId":`...)
+		b = appendString(b, l.SigningKeyID)
+	}
+	b = append(b, `,"stream":`...)
+	b = appendString(b, l.Stream)
+	b = append(b, `,"timestamp":`...)
+	b = appendString(b, l.Timestamp)
+	b = append(b, `,"v":`...)
+	b = strconv.AppendInt(b, LeafVersion, 10)
+	return append(b, '}')
+}
+
+// Hash returns the RFC 6962 leaf hash of the leaf data.
+func (l *Leaf) Hash() Hash { return LeafHash(l.Encode()) }
+
+func appendHex(b []byte, src []byte) []byte {
+	const digits = "0123456789abcdef"
+	for _, c := range src {
+		b = append(b, digits[c>>4], digits[c&0xF])
+	}
+	return b
+}
+
+// leafJSON is the decoding shape of leaf data.
+type leafJSON struct {
+	V            int    `json:"v"`
+	ProjectID    string `json:"projectId"`
+	Stream       string `json:"stream"`
+	Sequence     uint64 `json:"sequence"`
+	ID           string `json:"id"`
+	Timestamp    string `json:"timestamp"`
+	PayloadHash  string `json:"payloadHash"`
+	SigningKeyID string `json:"signingKeyId"`
+	Signature    string `json:"signature"`
+}
+
+// DecodeLeaf parses leaf data. It accepts only the exact bytes Encode produces for a
+// valid leaf: canonical, version 1, no unknown members.
+func DecodeLeaf(data []byte) (Leaf, error) {
+	canon, err := Canonicalize(data)
+	if err != nil {
+		return Leaf{}, fmt.Errorf("%w: %w", ErrLeaf, err)
+	}
+	if !bytes.Equal(canon, data) {
+		return Leaf{}, fmt.Errorf("%w: not in canonical form", ErrLeaf)
+	}
+	var j leafJSON
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&j); err != nil {
+		return Leaf{}, fmt.Errorf("%w: %w", ErrLeaf, err)
+	}
+	if j.V != LeafVersion {
+		return Leaf{}, fmt.Errorf("%w: version %d", ErrLeaf, j.V)
+	}
+	ph, err := ParseHash(j.PayloadHash)
+	if err != nil {
+		return Leaf{}, fmt.Errorf("%w: payloadHash: %w", ErrLeaf, err)
+	}
+	l := Leaf{ProjectID: j.ProjectID, Stream: j.Stream, Sequence: j.Sequence, ID: j.ID,
+		Timestamp: j.Timestamp, PayloadHash: ph, SigningKeyID: j.SigningKeyID, Signature: j.Signature}
+	if err := l.Validate(); err != nil {
+		return Leaf{}, err
+	}
+	if !bytes.Equal(l.Encode(), data) {
+		return Leaf{}, fmt.Errorf("%w: members do not re-encode to the same bytes", ErrLeaf)
+	}
+	return l, nil
+}
