@@ -139,6 +139,9 @@ func DecodeExportLine(line []byte) (Record, error) {
 	if r.Leaf.PayloadHash, err = ParseHash(s); err != nil {
 		return Record{}, bad("payloadHash", err)
 	}
+	if _, ok := m["payloadNonce"]; !ok {
+		return Record{}, bad("payloadNonce", errors.New("missing (null when shredded)"))
+	}
 	nonce, err := optionalString(m, "payloadNonce")
 	if err != nil {
 		return Record{}, bad("payloadNonce", err)
@@ -257,8 +260,11 @@ func (b *Rebuilder) Add(r *Record) error {
 	if b.broken != nil {
 		return b.broken
 	}
-	if b.project == "" && b.stream == "" {
-		b.project, b.stream = r.Leaf.ProjectID, r.Leaf.Stream
+	if b.project == "" {
+		b.project = r.Leaf.ProjectID
+	}
+	if b.stream == "" {
+		b.stream = r.Leaf.Stream
 	}
 	if r.Leaf.ProjectID != b.project || r.Leaf.Stream != b.stream {
 		return fmt.Errorf("%w: %s/%s after %s/%s", ErrMixedStreams, r.Leaf.ProjectID, r.Leaf.Stream, b.project, b.stream)
@@ -285,7 +291,7 @@ func (b *Rebuilder) Add(r *Record) error {
 			}
 		}
 		if !ok {
-			return b.fail(next, BreakInvalidClientSignature, fmt.Sprintf("signature by %q does not verify under the given signing key", r.Leaf.SigningKeyID))
+			return b.fail(next, BreakInvalidClientSignature, fmt.Sprintf("signature by %q does not verify under any given signing key", r.Leaf.SigningKeyID))
 		}
 		b.Stats.Signatures++
 	}
