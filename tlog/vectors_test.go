@@ -30,7 +30,9 @@ func seedKey(b byte) (seedHex string, priv ed25519.PrivateKey) {
 	return hex.EncodeToString(seed), ed25519.NewKeyFromSeed(seed)
 }
 
-func pubHex(priv ed25519.PrivateKey) string { return hex.EncodeToString(priv.Public().(ed25519.PublicKey)) }
+func pubHex(priv ed25519.PrivateKey) string {
+	return hex.EncodeToString(priv.Public().(ed25519.PublicKey))
+}
 
 func nonceOf(b byte) Nonce {
 	var n Nonce
