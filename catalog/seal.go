@@ -1,0 +1,220 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"time"
+	"unicode/utf8"
+)
+
+// Checkpoint is the committed state of one project-stream's tree: the one row that the
+// sequencer locks, reads and advances at each batch.
+type Checkpoint struct {
+	Log LogID
+	// Size is the number of committed leaves; sequences 1..Size exist.
+	Size uint64
+	// Root is the RFC 6962 root of the first Size leaves. It is the zero hash while
+	// Size is 0 (the catalog stores what the sequencer gives it).
+	Root Hash
+	// Range holds the hashes of the compact range [0, Size) (transparency-dev/merkle
+	// compact.Range.Hashes), enough to append without reading tiles.
+	Range []Hash
+	// PublishedSize is the size up to which tiles, entry bundles and the checkpoint note
+	// have been written to object storage. PublishedSize <= Size; recovery
+	// materializes (PublishedSize, Size] at start-up.
+	PublishedSize uint64
+	CreatedAt     time.Time // first seal (row creation)
+	UpdatedAt     time.Time // last committed seal
+}
+
+// Batch is one committed batch: sequences First..First+Count-1, whose encrypted
+// payloads are in the object payload/<First>-<BatchID>.
+type Batch struct {
+	Log       LogID
+	First     uint64
+	Count     uint64
+	BatchID   string
+	CreatedAt time.Time
+}
+
+// End returns the sequence after the batch's last one.
+func (b Batch) End() uint64 { return b.First + b.Count }
+
+// Event is one row of the event index. The payload itself is in the batch's payload
+// object; the index holds what queries filter on and what retries and proofs need.
+type Event struct {
+	Sequence   uint64
+	ID         string
+	ReceivedAt time.Time // millisecond precision, UTC
+	Action     string
+	Status     string
+	ActorType  string
+	ActorID    string
+	TargetType string // "" when the event has no target
+	TargetID   string
+	// PayloadHash is the commitment SHA-256(nonce || JCS(payload)); a re-sent signed
+	// event with the same id is the same event only if its commitment is equal.
+	PayloadHash Hash
+	// LeafHash is the RFC 6962 leaf hash, served with inclusion proofs.
+	LeafHash Hash
+}
+
+// SealBatch is what a [SealFunc] returns: the batch to commit under the lock.
+type SealBatch struct {
+	// BatchID names the payload object already written; random, so a failed batch
+	// never collides with the batch that replaces it.
+	BatchID string
+	// Events are the index rows, with sequences cp.Size+1 .. cp.Size+len(Events) in
+	// order.
+	Events []Event
+	// Root and Range are the tree state after appending the batch's leaves.
+	Root  Hash
+	Range []Hash
+}
+
+// PublishFunc is the type of the function Publish runs under the publish lock (the
+// drivers spell it out as a func literal type, so consumers' interfaces can too).
+type PublishFunc = func(ctx context.Context, cp Checkpoint) error
+
+// SealFunc runs while the project-stream lock is held, with the checkpoint read under
+// that lock. It assigns sequences from cp.Size+1, encrypts, builds leaves, writes the
+// payload object and returns the batch to commit. Returning an error, or a batch with
+// no events, commits nothing and releases the lock; the error is returned by Seal.
+//
+// fn must not call Seal for the same project-stream (it would deadlock). It may read
+// the catalog through other methods: the rows it reads are committed ones, and no other
+// seal of this project-stream can commit while fn runs.
+type SealFunc func(ctx context.Context, cp Checkpoint) (*SealBatch, error)
+
+// Limits on index values; the HTTP API enforces the spec's own, stricter ones.
+const (
+	maxIDLen    = 256
+	maxTextLen  = 1024
+	maxBatchLen = 1 << 20
+)
+
+// ValidateSeal checks that b extends cp: contiguous sequences right after cp.Size,
+// distinct non-empty ids, sane index values and a range that is not absurd. Drivers call
+// it before writing anything.
+func ValidateSeal(cp Checkpoint, b *SealBatch) error {
+	if b.BatchID == "" || len(b.BatchID) > maxIDLen {
+		return fmt.Errorf("%w: batch id %q", ErrInvalid, b.BatchID)
+	}
+	if len(b.Events) > maxBatchLen {
+		return fmt.Errorf("%w: %d events in one batch", ErrInvalid, len(b.Events))
+	}
+	if len(b.Range) > 64 {
+		return fmt.Errorf("%w: compact range of %d hashes", ErrInvalid, len(b.Range))
+	}
+	seen := make(map[string]struct{}, len(b.Events))
+	for i := range b.Events {
+		e := &b.Events[i]
+		if want := cp.Size + 1 + uint64(i); e.Sequence != want {
+			return fmt.Errorf("%w: event %d has sequence %d, want %d (checkpoint size %d)",
+				ErrConflict, i, e.Sequence, want, cp.Size)
+		}
+		if e.ID == "" || len(e.ID) > maxIDLen || !utf8.ValidString(e.ID) {
+			return fmt.Errorf("%w: event id %q", ErrInvalid, e.ID)
+		}
+		if _, dup := seen[e.ID]; dup {
+			return fmt.Errorf("%w: event id %q twice in one batch", ErrExists, e.ID)
+		}
+		seen[e.ID] = struct{}{}
+		if e.ReceivedAt.IsZero() {
+			return fmt.Errorf("%w: event %q has no receive time", ErrInvalid, e.ID)
+		}
+		for _, s := range [...]string{e.Action, e.Status, e.ActorType, e.ActorID, e.TargetType, e.TargetID} {
+			if len(s) > maxTextLen || !utf8.ValidString(s) {
+				return fmt.Errorf("%w: event %q has an index value that is too long or not UTF-8", ErrInvalid, e.ID)
+			}
+		}
+	}
+	return nil
+}
+
+// JoinHashes concatenates hashes, the stored form of a compact range.
+func JoinHashes(hs []Hash) []byte {
+	out := make([]byte, 0, len(hs)*len(Hash{}))
+	for _, h := range hs {
+		out = append(out, h[:]...)
+	}
+	return out
+}
+
+// SplitHashes parses the stored form of a compact range.
+func SplitHashes(b []byte) ([]Hash, error) {
+	if len(b)%len(Hash{}) != 0 {
+		return nil, fmt.Errorf("%w: stored compact range of %d bytes", ErrConflict, len(b))
+	}
+	hs := make([]Hash, len(b)/len(Hash{}))
+	for i := range hs {
+		copy(hs[i][:], b[i*len(Hash{}):])
+	}
+	return hs, nil
+}
+
+// HashFrom copies a stored 32-byte value into a Hash; a NULL (empty) value is the zero
+// hash.
+func HashFrom(b []byte) (Hash, error) {
+	var h Hash
+	if len(b) == 0 {
+		return h, nil
+	}
+	if len(b) != len(h) {
+		return h, fmt.Errorf("%w: stored hash of %d bytes", ErrConflict, len(b))
+	}
+	copy(h[:], b)
+	return h, nil
+}
+
+// Direction selects which side of an event an entity query matches.
+type Direction string
+
+// Entity query directions, as the API names them.
+const (
+	DirectionAll      Direction = "all"      // actor or target
+	DirectionOutgoing Direction = "outgoing" // what the entity did: actor
+	DirectionIncoming Direction = "incoming" // what happened to it: target
+)
+
+// Entity is an event's actor or target, as indexed.
+type Entity struct {
+	Type string
+	ID   string
+}
+
+// Query selects index rows of one project-stream. Empty string filters match anything;
+// all given filters must match. Results are ordered by sequence.
+type Query struct {
+	Log      LogID
+	Action   string
+	Status   string
+	ActorID  string
+	TargetID string
+	// From (inclusive) and To (exclusive) bound the receive time; zero means unbounded.
+	From, To time.Time
+	// Entity, when set, matches events whose actor (outgoing), target (incoming) or
+	// either (all, the default) is this entity.
+	Entity    *Entity
+	Direction Direction
+	// Cursor is the keyset position: ascending pages return sequences > Cursor,
+	// descending pages sequences < Cursor (0 means from the newest). Pass the last
+	// returned sequence to get the next page.
+	Cursor     uint64
+	Descending bool
+	// Limit is the page size; see ClampLimit.
+	Limit int
+}
+
+// Validate checks the query's log and direction.
+func (q *Query) Validate() error {
+	if err := q.Log.Validate(); err != nil {
+		return err
+	}
+	switch q.Direction {
+	case "", DirectionAll, DirectionIncoming, DirectionOutgoing:
+	default:
+		return fmt.Errorf("%w: direction %q", ErrInvalid, q.Direction)
+	}
+	return nil
+}

@@ -1,0 +1,38 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"path/filepath"
+	"testing"
+)
+
+// TestPragmas checks the durability settings docs/catalog.md promises, on the writer
+// and on the readers.
+func TestPragmas(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "c.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for name, conn := range map[string]*sql.DB{"writer": db.w, "reader": db.r} {
+		for pragma, want := range map[string]string{
+			"journal_mode":  "wal",
+			"synchronous":   "2", // FULL
+			"foreign_keys":  "1",
+			"secure_delete": "1",
+		} {
+			var got string
+			if err := conn.QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != want {
+				t.Errorf("%s: PRAGMA %s = %s, want %s", name, pragma, got, want)
+			}
+		}
+	}
+	if _, err := db.r.ExecContext(ctx, `DELETE FROM projects`); err == nil {
+		t.Error("the read pool can write")
+	}
+}

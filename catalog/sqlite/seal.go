@@ -1,0 +1,280 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/sealtrail/sealtrail/catalog"
+)
+
+// Seal takes the project-stream lock, reads the checkpoint (creating an empty one if
+// absent), runs fn, and commits what fn returns in one write transaction: index rows,
+// the batch row and the new checkpoint. The commit is the point at which the batch
+// exists. It returns the checkpoint after the commit, or the one fn saw when fn
+// committed nothing.
+//
+// A crash before the commit leaves nothing in the catalog (at most the empty checkpoint
+// row and whatever fn wrote to object storage); a crash after it leaves the whole batch.
+func (db *DB) Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) (catalog.Checkpoint, error) {
+	if err := log.Validate(); err != nil {
+		return catalog.Checkpoint{}, err
+	}
+	release, err := db.locks.acquire(ctx, log)
+	if err != nil {
+		return catalog.Checkpoint{}, err
+	}
+	defer release()
+
+	cp, err := db.Checkpoint(ctx, log)
+	if errors.Is(err, catalog.ErrNotFound) {
+		cp, err = db.createCheckpoint(ctx, log)
+	}
+	if err != nil {
+		return catalog.Checkpoint{}, err
+	}
+	b, err := fn(ctx, cp)
+	if err != nil {
+		return cp, err
+	}
+	if b == nil || len(b.Events) == 0 {
+		return cp, nil
+	}
+	if err := catalog.ValidateSeal(cp, b); err != nil {
+		return cp, fmt.Errorf("sqlite: seal %s: %w", log, err)
+	}
+	now := catalog.MS(db.now())
+	next := cp
+	next.Size = cp.Size + uint64(len(b.Events))
+	next.Root = b.Root
+	next.Range = append([]catalog.Hash(nil), b.Range...)
+	next.UpdatedAt = now
+
+	err = db.writeTx(ctx, func(tx *sql.Tx) error {
+		// The size check makes the commit conditional on the state fn saw; the
+		// in-process lock makes it always hold unless another process shares the file.
+		res, err := tx.ExecContext(ctx, `UPDATE checkpoints SET size = ?, root = ?, compact_range = ?, updated_ms = ?
+			WHERE project_id = ? AND stream = ? AND size = ?`,
+			int64(next.Size), next.Root[:], catalog.JoinHashes(next.Range), ms(now),
+			log.ProjectID, string(log.Stream), int64(cp.Size))
+		if err != nil {
+			return fmt.Errorf("update checkpoint: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return fmt.Errorf("%w: checkpoint of %s moved from size %d during the seal", catalog.ErrConflict, log, cp.Size)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO batches(project_id, stream, first_seq, count, batch_id, created_ms)
+			VALUES (?, ?, ?, ?, ?, ?)`, log.ProjectID, string(log.Stream), int64(cp.Size+1), len(b.Events), b.BatchID, ms(now)); err != nil {
+			return fmt.Errorf("insert batch: %w", mapErr(err))
+		}
+		return insertEvents(ctx, tx, log, b.Events)
+	})
+	if err != nil {
+		return cp, fmt.Errorf("sqlite: seal %s at size %d: %w", log, cp.Size, err)
+	}
+	return next, nil
+}
+
+func (db *DB) createCheckpoint(ctx context.Context, log catalog.LogID) (catalog.Checkpoint, error) {
+	now := ms(db.now())
+	_, err := db.w.ExecContext(ctx, `INSERT INTO checkpoints(project_id, stream, size, root, compact_range, published_size, created_ms, updated_ms)
+		VALUES (?, ?, 0, NULL, x'', 0, ?, ?) ON CONFLICT DO NOTHING`, log.ProjectID, string(log.Stream), now, now)
+	if err != nil {
+		return catalog.Checkpoint{}, fmt.Errorf("sqlite: create checkpoint %s: %w", log, err)
+	}
+	return db.Checkpoint(ctx, log)
+}
+
+// eventCols is the number of columns insertEvents writes per row; SQLite allows 32766
+// parameters per statement.
+const (
+	eventCols  = 13
+	insertRows = 1000
+)
+
+var insertSQL sync.Map // rows -> statement text
+
+func insertStatement(rows int) string {
+	if s, ok := insertSQL.Load(rows); ok {
+		return s.(string)
+	}
+	var sb strings.Builder
+	sb.WriteString(`INSERT INTO events(project_id, stream, seq, event_id, received_ms, action, status,
+		actor_type, actor_id, target_type, target_id, payload_hash, leaf_hash) VALUES `)
+	for i := 0; i < rows; i++ {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?)")
+	}
+	s := sb.String()
+	insertSQL.Store(rows, s)
+	return s
+}
+
+// insertEvents writes index rows with multi-row INSERTs of up to insertRows rows.
+func insertEvents(ctx context.Context, tx *sql.Tx, log catalog.LogID, events []catalog.Event) error {
+	args := make([]any, 0, eventCols*min(len(events), insertRows))
+	for len(events) > 0 {
+		chunk := events[:min(len(events), insertRows)]
+		events = events[len(chunk):]
+		args = args[:0]
+		for i := range chunk {
+			e := &chunk[i]
+			args = append(args, log.ProjectID, string(log.Stream), int64(e.Sequence), e.ID, ms(e.ReceivedAt),
+				e.Action, e.Status, e.ActorType, e.ActorID, e.TargetType, e.TargetID,
+				e.PayloadHash[:], e.LeafHash[:])
+		}
+		if _, err := tx.ExecContext(ctx, insertStatement(len(chunk)), args...); err != nil {
+			return fmt.Errorf("insert %d index rows: %w", len(chunk), mapErr(err))
+		}
+	}
+	return nil
+}
+
+const checkpointCols = `project_id, stream, size, root, compact_range, published_size, created_ms, updated_ms`
+
+func scanCheckpoint(row interface{ Scan(...any) error }) (catalog.Checkpoint, error) {
+	var (
+		cp                  catalog.Checkpoint
+		stream              string
+		size, pub, cms, ums int64
+		root, rng           []byte
+	)
+	if err := row.Scan(&cp.Log.ProjectID, &stream, &size, &root, &rng, &pub, &cms, &ums); err != nil {
+		return cp, err
+	}
+	cp.Log.Stream = catalog.Stream(stream)
+	cp.Size, cp.PublishedSize = uint64(size), uint64(pub)
+	cp.CreatedAt, cp.UpdatedAt = catalog.FromUnixMS(cms), catalog.FromUnixMS(ums)
+	var err error
+	if cp.Root, err = catalog.HashFrom(root); err != nil {
+		return cp, err
+	}
+	if cp.Range, err = catalog.SplitHashes(rng); err != nil {
+		return cp, err
+	}
+	return cp, nil
+}
+
+// Checkpoint returns the committed checkpoint of log, or catalog.ErrNotFound if the
+// project-stream has never been sealed.
+func (db *DB) Checkpoint(ctx context.Context, log catalog.LogID) (catalog.Checkpoint, error) {
+	cp, err := scanCheckpoint(db.r.QueryRowContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints
+		WHERE project_id = ? AND stream = ?`, log.ProjectID, string(log.Stream)))
+	if err != nil {
+		return cp, fmt.Errorf("sqlite: checkpoint %s: %w", log, mapErr(err))
+	}
+	return cp, nil
+}
+
+// AdvancePublished raises published_size to size if it is lower; it never lowers it, so
+// racing publishers are harmless. size beyond the committed size is catalog.ErrConflict.
+// It returns the checkpoint after the update.
+func (db *DB) AdvancePublished(ctx context.Context, log catalog.LogID, size uint64) (catalog.Checkpoint, error) {
+	_, err := db.w.ExecContext(ctx, `UPDATE checkpoints SET published_size = ?
+		WHERE project_id = ? AND stream = ? AND published_size < ? AND size >= ?`,
+		int64(size), log.ProjectID, string(log.Stream), int64(size), int64(size))
+	if err != nil {
+		return catalog.Checkpoint{}, fmt.Errorf("sqlite: advance published %s to %d: %w", log, size, err)
+	}
+	cp, err := db.Checkpoint(ctx, log)
+	if err != nil {
+		return cp, err
+	}
+	if cp.Size < size {
+		return cp, fmt.Errorf("%w: publish %s to %d beyond committed size %d", catalog.ErrConflict, log, size, cp.Size)
+	}
+	return cp, nil
+}
+
+// Publish runs fn under the publish lock of log (an in-process lock, apart from the
+// seal lock, so publishing never waits for a seal), with the checkpoint read under
+// that lock. If fn returns nil, published_size becomes cp.Size before the lock is
+// released; if it fails, nothing changes and its error is returned. It returns the
+// checkpoint as left after, and catalog.ErrNotFound for a project-stream never sealed.
+func (db *DB) Publish(ctx context.Context, log catalog.LogID, fn func(ctx context.Context, cp catalog.Checkpoint) error) (catalog.Checkpoint, error) {
+	if err := log.Validate(); err != nil {
+		return catalog.Checkpoint{}, err
+	}
+	release, err := db.publocks.acquire(ctx, log)
+	if err != nil {
+		return catalog.Checkpoint{}, err
+	}
+	defer release()
+	cp, err := db.Checkpoint(ctx, log)
+	if err != nil {
+		return cp, err
+	}
+	if err := fn(ctx, cp); err != nil {
+		return cp, err
+	}
+	if cp.PublishedSize >= cp.Size {
+		return cp, nil
+	}
+	if _, err := db.w.ExecContext(ctx, `UPDATE checkpoints SET published_size = ?
+		WHERE project_id = ? AND stream = ? AND published_size < ?`,
+		int64(cp.Size), log.ProjectID, string(log.Stream), int64(cp.Size)); err != nil {
+		return cp, fmt.Errorf("sqlite: publish %s to %d: %w", log, cp.Size, err)
+	}
+	cp.PublishedSize = cp.Size
+	return cp, nil
+}
+
+// ListUnpublished returns every checkpoint whose published size is behind its size, for
+// recovery at start-up.
+func (db *DB) ListUnpublished(ctx context.Context) ([]catalog.Checkpoint, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints
+		WHERE published_size < size ORDER BY project_id, stream`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list unpublished: %w", err)
+	}
+	defer rows.Close()
+	var out []catalog.Checkpoint
+	for rows.Next() {
+		cp, err := scanCheckpoint(rows)
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: list unpublished: %w", err)
+		}
+		out = append(out, cp)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: list unpublished: %w", err)
+	}
+	return out, nil
+}
+
+// BatchesCovering returns, in order, the committed batches holding any sequence in
+// [first, last], both inclusive: BatchesCovering(log, s, s) is the batch of sequence s.
+func (db *DB) BatchesCovering(ctx context.Context, log catalog.LogID, first, last uint64) ([]catalog.Batch, error) {
+	if first > last {
+		return nil, nil
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT first_seq, count, batch_id, created_ms FROM batches
+		WHERE project_id = ?1 AND stream = ?2 AND first_seq <= ?4 AND first_seq >= coalesce(
+			(SELECT max(first_seq) FROM batches WHERE project_id = ?1 AND stream = ?2 AND first_seq <= ?3), ?3)
+		ORDER BY first_seq`, log.ProjectID, string(log.Stream), int64(min(first, 1<<63-1)), int64(min(last, 1<<63-1)))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: batches of %s [%d, %d]: %w", log, first, last, err)
+	}
+	defer rows.Close()
+	var out []catalog.Batch
+	for rows.Next() {
+		var start, count, created int64
+		b := catalog.Batch{Log: log}
+		if err := rows.Scan(&start, &count, &b.BatchID, &created); err != nil {
+			return nil, fmt.Errorf("sqlite: batches of %s: %w", log, err)
+		}
+		b.First, b.Count, b.CreatedAt = uint64(start), uint64(count), catalog.FromUnixMS(created)
+		if b.End() > first {
+			out = append(out, b)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sqlite: batches of %s: %w", log, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,235 @@
+// Package sqlite is the embedded catalog driver, Sealtrail's zero-setup default: one
+// SQLite file, pure Go (modernc.org/sqlite, no cgo), WAL journal with synchronous=FULL
+// so a committed seal survives a power loss (docs/catalog.md says why not NORMAL).
+//
+// Writes go through a single connection (SQLite has one writer anyway); reads use a small
+// pool, which WAL lets run beside the writer. The project-stream lock of a seal is an
+// in-process lock per project-stream; the commit re-checks the checkpoint size in its
+// UPDATE, so even a second process on the same file could not commit a fork, only fail
+// with catalog.ErrConflict. Publishing has its own in-process lock per project-stream.
+// Run one process per database file.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/sealtrail/sealtrail/catalog"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// DB is an open SQLite catalog. Its methods may be called concurrently.
+type DB struct {
+	w        *sql.DB   // one connection: the single writer
+	r        *sql.DB   // readers
+	locks    lockTable // seal locks
+	publocks lockTable // publish locks
+	log      *slog.Logger
+	now      func() time.Time
+}
+
+var _ catalog.Catalog = (*DB)(nil)
+
+// Options tune Open; the zero value is the production setting.
+type Options struct {
+	// Readers is the size of the read pool (default 4).
+	Readers int
+	// Logger receives operational messages (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Open opens (creating if needed) the catalog in the file at path and applies any
+// pending migrations.
+func Open(ctx context.Context, path string, opts Options) (*DB, error) {
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("%w: sqlite path %q", catalog.ErrInvalid, path)
+	}
+	if opts.Readers <= 0 {
+		opts.Readers = 4
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	// FULL: fsync the WAL at every commit. NORMAL would lose the last commits on power
+	// loss, and a seal's commit is an acknowledgement (invariant 4).
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	// Overwrite deleted content, so a destroyed data key leaves no bytes in the file.
+	q.Add("_pragma", "secure_delete(1)")
+	wq := url.Values{}
+	for k, v := range q {
+		wq[k] = v
+	}
+	wq.Set("_txlock", "immediate")
+	w, err := sql.Open("sqlite", "file:"+path+"?"+wq.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	db := &DB{w: w, log: opts.Logger, now: time.Now}
+	db.locks.m = make(map[catalog.LogID]*lockEntry)
+	db.publocks.m = make(map[catalog.LogID]*lockEntry)
+	if err := db.migrate(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	q.Add("_pragma", "query_only(1)")
+	r, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open readers %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(opts.Readers)
+	r.SetMaxIdleConns(opts.Readers)
+	db.r = r
+	return db, nil
+}
+
+// Close closes the database. Seals in progress fail.
+func (db *DB) Close() {
+	if err := db.r.Close(); err != nil {
+		db.log.Warn("sqlite: closing readers", slog.Any("err", err))
+	}
+	if err := db.w.Close(); err != nil {
+		db.log.Warn("sqlite: closing writer", slog.Any("err", err))
+	}
+}
+
+func (db *DB) migrate(ctx context.Context) error {
+	if _, err := db.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version TEXT PRIMARY KEY, applied_ms INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("sqlite: create schema_migrations: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return fmt.Errorf("sqlite: list migrations: %w", err)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		version := strings.TrimSuffix(strings.TrimPrefix(name, "migrations/"), ".sql")
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return fmt.Errorf("sqlite: read migration %s: %w", name, err)
+		}
+		err = db.writeTx(ctx, func(tx *sql.Tx) error {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations(version, applied_ms) VALUES (?, ?)`, version, time.Now().UnixMilli())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("sqlite: migration %s: %w", version, err)
+		}
+	}
+	return nil
+}
+
+// writeTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it.
+func (db *DB) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+			db.log.Warn("sqlite: rollback", slog.Any("err", rerr))
+		}
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// mapErr turns constraint violations into the catalog's errors.
+func mapErr(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fmt.Errorf("%w: %w", catalog.ErrExists, err)
+		case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+			return fmt.Errorf("%w: unknown project: %w", catalog.ErrNotFound, err)
+		}
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%w: %w", catalog.ErrNotFound, err)
+	}
+	return err
+}
+
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// lockTable holds one lock per project-stream that has a seal in progress or waiting;
+// entries are dropped when unused, so idle streams cost no memory.
+type lockTable struct {
+	mu sync.Mutex
+	m  map[catalog.LogID]*lockEntry
+}
+
+type lockEntry struct {
+	ch   chan struct{} // holds a token while the lock is taken
+	refs int           // holders and waiters; guarded by lockTable.mu
+}
+
+// acquire takes the lock of log, or fails when ctx ends first.
+func (lt *lockTable) acquire(ctx context.Context, log catalog.LogID) (release func(), err error) {
+	lt.mu.Lock()
+	e := lt.m[log]
+	if e == nil {
+		e = &lockEntry{ch: make(chan struct{}, 1)}
+		lt.m[log] = e
+	}
+	e.refs++
+	lt.mu.Unlock()
+	drop := func() {
+		lt.mu.Lock()
+		e.refs--
+		if e.refs == 0 {
+			delete(lt.m, log)
+		}
+		lt.mu.Unlock()
+	}
+	select {
+	case e.ch <- struct{}{}:
+		return func() { <-e.ch; drop() }, nil
+	case <-ctx.Done():
+		drop()
+		return nil, fmt.Errorf("sqlite: waiting for the lock of %s: %w", log, ctx.Err())
+	}
+}

@@ -1,0 +1,325 @@
+// Package keyring encrypts event payloads under per-project-stream, per-epoch data keys,
+// so that retention can crypto-shred a whole epoch (a UTC day or month of receive time)
+// by destroying one key, while leaves and commitments stay in the tree.
+//
+// Data keys are 32 random bytes, stored in the catalog only wrapped by a key-encryption
+// key (a Wrapper: a local key file now, a cloud KMS later), and cached unwrapped in
+// memory with a size bound and a time bound. A ciphertext names its epoch and key id,
+// so Decrypt needs only the project-stream and the additional data.
+//
+// Ciphertext format, version 1 (all of it before the sealed bytes is authenticated):
+//
+//	0x01 | len(epoch) (1 byte) | epoch | key id (16 bytes) | salt (12 bytes) | nonce (12 bytes) | AES-256-GCM(sealed, tag)
+//
+// The GCM key of each message is HKDF-Expand-SHA256(data key, "sealtrail/payload/v1" ||
+// salt), so the 192 random bits of salt and nonce never repeat under one key, however
+// many billions of events an epoch holds. The GCM additional data is the header
+// followed by the caller's; PayloadAD binds a payload to its project, stream, sequence
+// and event id, so ciphertexts cannot be swapped between events.
+//
+// See docs/keyring.md.
+package keyring
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sealtrail/sealtrail/catalog"
+)
+
+// Errors of the keyring; test them with errors.Is.
+var (
+	// ErrShredded: the epoch's data key was destroyed; the payload is gone for good.
+	ErrShredded = errors.New("keyring: data key destroyed (payload shredded)")
+	// ErrUnknownKey: no data key exists for the ciphertext's epoch and key id.
+	ErrUnknownKey = errors.New("keyring: unknown data key")
+	// ErrWrongKEK: the data key was wrapped by another key-encryption key.
+	ErrWrongKEK = errors.New("keyring: data key wrapped by another KEK")
+	// ErrUnwrap: the KEK failed to unwrap a data key (wrong KEK or damaged row).
+	ErrUnwrap = errors.New("keyring: cannot unwrap data key")
+	// ErrDecrypt: the ciphertext is malformed, tampered with, or bound to other
+	// additional data (another event).
+	ErrDecrypt = errors.New("keyring: cannot decrypt")
+)
+
+// Store is what the keyring needs from the catalog; both catalog drivers provide it.
+type Store interface {
+	// InsertDataKey stores k unless (k.Log, k.Epoch) has a key, and returns the stored
+	// key (destroyed ones included) either way.
+	InsertDataKey(ctx context.Context, k catalog.DataKey) (catalog.DataKey, error)
+	// DataKey returns the key of (log, epoch) or an error wrapping catalog.ErrNotFound.
+	DataKey(ctx context.Context, log catalog.LogID, epoch string) (catalog.DataKey, error)
+	// DestroyDataKey deletes the wrapped key for good and marks it destroyed.
+	DestroyDataKey(ctx context.Context, log catalog.LogID, epoch string, at time.Time) (catalog.DataKey, error)
+}
+
+// Granularity is the length of a retention epoch.
+type Granularity int
+
+// Epoch lengths. Shorter epochs shred more precisely and keep fewer messages under
+// one key; longer ones mean fewer keys.
+const (
+	Monthly Granularity = iota // "2006-01"
+	Daily                      // "2006-01-02"
+)
+
+// Epoch returns the epoch of receive time t: its UTC month or day.
+func (g Granularity) Epoch(t time.Time) string {
+	if g == Daily {
+		return t.UTC().Format("2006-01-02")
+	}
+	return t.UTC().Format("2006-01")
+}
+
+// Options tune New; zero values take the defaults.
+type Options struct {
+	// CacheSize bounds the unwrapped keys held in memory (default 1024).
+	CacheSize int
+	// CacheTTL bounds how long an unwrapped key is used without re-reading the catalog,
+	// and so how long a replica can still decrypt an epoch another replica destroyed
+	// (default 5 minutes).
+	CacheTTL time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Granularity is the epoch length Seal uses (default Monthly).
+	Granularity Granularity
+}
+
+// Keyring encrypts and decrypts payloads. Its methods may be called concurrently.
+type Keyring struct {
+	store Store
+	kek   Wrapper
+	cache *lru
+	now   func() time.Time
+	gran  Granularity
+}
+
+// New returns a keyring over store, wrapping keys with kek.
+func New(store Store, kek Wrapper, opts Options) *Keyring {
+	if opts.CacheSize <= 0 {
+		opts.CacheSize = 1024
+	}
+	if opts.CacheTTL <= 0 {
+		opts.CacheTTL = 5 * time.Minute
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Keyring{store: store, kek: kek, cache: newLRU(opts.CacheSize, opts.CacheTTL), now: opts.Now, gran: opts.Granularity}
+}
+
+const (
+	version    = 1
+	keyIDSize  = 16
+	saltSize   = 12
+	nonceSize  = 12
+	maxEpoch   = 64
+	dataKeyLen = 32
+)
+
+// Encrypt seals plaintext under the data key of (log, epoch), creating the key if the
+// epoch has none. ad is authenticated, not encrypted; Decrypt needs the same ad. An
+// epoch whose key was destroyed refuses new payloads with ErrShredded.
+func (k *Keyring) Encrypt(ctx context.Context, log catalog.LogID, epoch string, plaintext, ad []byte) ([]byte, error) {
+	if epoch == "" || len(epoch) > maxEpoch {
+		return nil, fmt.Errorf("keyring: epoch %q must be 1 to %d bytes", epoch, maxEpoch)
+	}
+	dk, err := k.key(ctx, log, epoch, true)
+	if err != nil {
+		return nil, err
+	}
+	idBytes, err := hex.DecodeString(dk.keyID)
+	if err != nil || len(idBytes) != keyIDSize {
+		return nil, fmt.Errorf("keyring: stored key id %q of %s %s is malformed", dk.keyID, log, epoch)
+	}
+	hdr := make([]byte, 0, 2+len(epoch)+keyIDSize+saltSize+nonceSize)
+	hdr = append(hdr, version, byte(len(epoch)))
+	hdr = append(hdr, epoch...)
+	hdr = append(hdr, idBytes...)
+	rnd := make([]byte, saltSize+nonceSize)
+	if _, err := rand.Read(rnd); err != nil {
+		return nil, fmt.Errorf("keyring: nonce: %w", err)
+	}
+	hdr = append(hdr, rnd...)
+	aead, err := messageAEAD(dk.secret, rnd[:saltSize])
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, len(hdr), len(hdr)+len(plaintext)+aead.Overhead())
+	copy(out, hdr)
+	return aead.Seal(out, rnd[saltSize:], plaintext, append(hdr, ad...)), nil
+}
+
+// Seal encrypts plaintext under the data key of the epoch of receive time at (see
+// Options.Granularity): Encrypt with the epoch chosen for the caller.
+func (k *Keyring) Seal(ctx context.Context, log catalog.LogID, at time.Time, plaintext, ad []byte) ([]byte, error) {
+	return k.Encrypt(ctx, log, k.gran.Epoch(at), plaintext, ad)
+}
+
+// Open is Decrypt, named to pair with Seal.
+func (k *Keyring) Open(ctx context.Context, log catalog.LogID, ciphertext, ad []byte) ([]byte, error) {
+	return k.Decrypt(ctx, log, ciphertext, ad)
+}
+
+// Decrypt opens a ciphertext made by Encrypt for log with the same ad. It fails with
+// ErrShredded once the epoch's key is destroyed, ErrDecrypt when the bytes or ad differ.
+func (k *Keyring) Decrypt(ctx context.Context, log catalog.LogID, ciphertext, ad []byte) ([]byte, error) {
+	h, err := parseHeader(ciphertext)
+	if err != nil {
+		return nil, err
+	}
+	dk, err := k.key(ctx, log, h.epoch, false)
+	if err != nil {
+		return nil, err
+	}
+	if dk.keyID != h.keyID {
+		return nil, fmt.Errorf("%w: ciphertext names key %s, epoch %s of %s has key %s", ErrUnknownKey, h.keyID, h.epoch, log, dk.keyID)
+	}
+	aead, err := messageAEAD(dk.secret, h.salt)
+	if err != nil {
+		return nil, err
+	}
+	hdr := ciphertext[:h.len]
+	pt, err := aead.Open(nil, h.nonce, ciphertext[h.len:], append(hdr[:len(hdr):len(hdr)], ad...))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s epoch %s: %w", ErrDecrypt, log, h.epoch, err)
+	}
+	return pt, nil
+}
+
+// Destroy crypto-shreds the epoch of log: its data key is deleted from the catalog and
+// from this keyring's cache. Other keyrings (other replicas) stop using it within their
+// CacheTTL. Destroying an epoch without a key is not an error.
+func (k *Keyring) Destroy(ctx context.Context, log catalog.LogID, epoch string) error {
+	k.cache.remove(cacheKey{log, epoch})
+	if _, err := k.store.DestroyDataKey(ctx, log, epoch, k.now()); err != nil && !errors.Is(err, catalog.ErrNotFound) {
+		return fmt.Errorf("keyring: destroy %s %s: %w", log, epoch, err)
+	}
+	k.cache.remove(cacheKey{log, epoch})
+	return nil
+}
+
+// CiphertextEpoch returns the epoch a ciphertext was encrypted under.
+func CiphertextEpoch(ciphertext []byte) (string, error) {
+	h, err := parseHeader(ciphertext)
+	return h.epoch, err
+}
+
+type header struct {
+	epoch, keyID string
+	salt, nonce  []byte
+	len          int
+}
+
+func parseHeader(ct []byte) (header, error) {
+	var h header
+	if len(ct) < 2 || ct[0] != version {
+		return h, fmt.Errorf("%w: not a version %d ciphertext", ErrDecrypt, version)
+	}
+	n := int(ct[1])
+	h.len = 2 + n + keyIDSize + saltSize + nonceSize
+	if n == 0 || n > maxEpoch || len(ct) < h.len+16 {
+		return h, fmt.Errorf("%w: truncated ciphertext", ErrDecrypt)
+	}
+	p := ct[2:]
+	h.epoch, p = string(p[:n]), p[n:]
+	h.keyID, p = hex.EncodeToString(p[:keyIDSize]), p[keyIDSize:]
+	h.salt, h.nonce = p[:saltSize], p[saltSize:saltSize+nonceSize]
+	return h, nil
+}
+
+func messageAEAD(secret, salt []byte) (cipher.AEAD, error) {
+	key, err := hkdf.Expand(sha256.New, secret, "sealtrail/payload/v1"+string(salt), 32)
+	if err != nil {
+		return nil, fmt.Errorf("keyring: derive message key: %w", err)
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("keyring: message cipher: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("keyring: message cipher: %w", err)
+	}
+	return aead, nil
+}
+
+// wrapAD binds a wrapped data key to its row.
+func wrapAD(log catalog.LogID, epoch, keyID string) []byte {
+	return lengthPrefixed("sealtrail/datakey/v1", log.ProjectID, string(log.Stream), epoch, keyID)
+}
+
+// key returns the unwrapped data key of (log, epoch), from the cache or the catalog,
+// creating it when create is set and the epoch has none.
+func (k *Keyring) key(ctx context.Context, log catalog.LogID, epoch string, create bool) (*cached, error) {
+	ck := cacheKey{log, epoch}
+	if c, ok := k.cache.get(ck, k.now()); ok {
+		return c, nil
+	}
+	row, err := k.store.DataKey(ctx, log, epoch)
+	if errors.Is(err, catalog.ErrNotFound) {
+		if !create {
+			return nil, fmt.Errorf("%w: %s epoch %s", ErrUnknownKey, log, epoch)
+		}
+		row, err = k.create(ctx, log, epoch)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("keyring: data key %s %s: %w", log, epoch, err)
+	}
+	if row.Destroyed() {
+		return nil, fmt.Errorf("%w: %s epoch %s", ErrShredded, log, epoch)
+	}
+	if row.KEKID != k.kek.ID() {
+		return nil, fmt.Errorf("%w: %s epoch %s was wrapped by %s, this keyring has %s", ErrWrongKEK, log, epoch, row.KEKID, k.kek.ID())
+	}
+	secret, err := k.kek.Unwrap(ctx, row.Wrapped, wrapAD(log, epoch, row.KeyID))
+	if err != nil {
+		return nil, fmt.Errorf("keyring: data key %s %s: %w", log, epoch, err)
+	}
+	if len(secret) != dataKeyLen {
+		return nil, fmt.Errorf("%w: data key %s %s has %d bytes", ErrUnwrap, log, epoch, len(secret))
+	}
+	c := &cached{key: ck, keyID: row.KeyID, secret: secret}
+	k.cache.put(c, k.now())
+	return c, nil
+}
+
+// create makes, wraps and stores a new data key; if another writer stored one first,
+// the stored one is returned instead.
+func (k *Keyring) create(ctx context.Context, log catalog.LogID, epoch string) (catalog.DataKey, error) {
+	secret := make([]byte, dataKeyLen)
+	id := make([]byte, keyIDSize)
+	if _, err := rand.Read(secret); err != nil {
+		return catalog.DataKey{}, fmt.Errorf("generate: %w", err)
+	}
+	if _, err := rand.Read(id); err != nil {
+		return catalog.DataKey{}, fmt.Errorf("generate: %w", err)
+	}
+	keyID := hex.EncodeToString(id)
+	wrapped, err := k.kek.Wrap(ctx, secret, wrapAD(log, epoch, keyID))
+	if err != nil {
+		return catalog.DataKey{}, fmt.Errorf("wrap: %w", err)
+	}
+	return k.store.InsertDataKey(ctx, catalog.DataKey{Log: log, Epoch: epoch, KeyID: keyID, KEKID: k.kek.ID(),
+		Wrapped: wrapped, CreatedAt: k.now()})
+}
+
+// lengthPrefixed encodes fields unambiguously: each as a 4-byte big-endian length and
+// its bytes.
+func lengthPrefixed(fields ...string) []byte {
+	var out []byte
+	for _, f := range fields {
+		out = binary.BigEndian.AppendUint32(out, uint32(len(f)))
+		out = append(out, f...)
+	}
+	return out
+}

@@ -1,0 +1,475 @@
+package sequencer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/tiles"
+	"github.com/sealtrail/sealtrail/tlog"
+	"github.com/transparency-dev/merkle/compact"
+	"github.com/transparency-dev/merkle/rfc6962"
+)
+
+var errRetired = errors.New("sequencer retired")
+
+// pool is a batch in the making and then in flight. The seal loop owns results, errs
+// and size until it closes committed; after done is closed they are read-only.
+type pool struct {
+	entries []Entry
+	first   time.Time // when the first entry arrived
+
+	results []Result
+	errs    []error // per entry (ErrIDConflict), or nil
+	err     error   // the whole batch failed
+	size    uint64  // checkpoint size after the batch's commit
+
+	committed chan struct{} // closed once the batch committed or failed
+	done      chan struct{} // closed once acknowledged (published) or failed
+}
+
+func newPool(now time.Time) *pool {
+	return &pool{first: now, committed: make(chan struct{}), done: make(chan struct{})}
+}
+
+// fail ends p with err; the seal loop or publish loop calls it once.
+func (p *pool) fail(err error) {
+	p.err = err
+	select {
+	case <-p.committed: // failed after the commit (a fork while publishing)
+	default:
+		close(p.committed)
+	}
+	close(p.done)
+}
+
+type waiter struct {
+	p *pool
+	i int
+}
+
+func (w waiter) wait(ctx context.Context) (Result, error) {
+	select {
+	case <-w.p.done:
+	case <-ctx.Done():
+		select {
+		case <-w.p.committed:
+			if w.p.err == nil && w.p.errs[w.i] == nil {
+				return Result{}, fmt.Errorf("%w: %w", ErrNotPublished, ctx.Err())
+			}
+		default:
+			return Result{}, fmt.Errorf("sequencer: waiting for seal: %w", ctx.Err())
+		}
+	}
+	if w.p.err != nil {
+		return Result{}, w.p.err
+	}
+	if err := w.p.errs[w.i]; err != nil {
+		return Result{}, err
+	}
+	return w.p.results[w.i], nil
+}
+
+// logSequencer seals and publishes one project-stream. Fields under mu are shared
+// between Submit callers and the loops; the rest belong to the loops.
+type logSequencer struct {
+	s      *Sequencer
+	log    catalog.LogID
+	prefix tiles.Prefix
+
+	mu       sync.Mutex
+	pending  []*pool // pools waiting to be sealed, each with at most MaxBatch entries
+	npending int
+	inflight int // pools sealed or sealing but not yet acknowledged
+	draining bool
+	retired  bool
+	stopped  error // set when a fatal error stopped the stream
+	wake     chan struct{}
+
+	// Seal loop only.
+	lastTS time.Time
+	// Publish loop only.
+	writer *tiles.Writer
+}
+
+func newLogSequencer(s *Sequencer, log catalog.LogID) *logSequencer {
+	return &logSequencer{s: s, log: log, prefix: prefixOf(log), wake: make(chan struct{}, 1),
+		writer: tiles.NewWriter(s.cfg.Store, prefixOf(log), s.cfg.Logger)}
+}
+
+func (ls *logSequencer) signal() {
+	select {
+	case ls.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (ls *logSequencer) enqueue(e Entry) (waiter, error) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	switch {
+	case ls.retired:
+		return waiter{}, errRetired
+	case ls.stopped != nil:
+		return waiter{}, ls.stopped
+	case ls.draining:
+		return waiter{}, ErrClosed
+	case ls.npending >= ls.s.cfg.MaxPending:
+		return waiter{}, &BusyError{RetryAfter: time.Second}
+	}
+	var p *pool
+	if n := len(ls.pending); n > 0 && len(ls.pending[n-1].entries) < ls.s.cfg.MaxBatch {
+		p = ls.pending[n-1]
+	} else {
+		p = newPool(ls.s.cfg.Now())
+		ls.pending = append(ls.pending, p)
+	}
+	p.entries = append(p.entries, e)
+	ls.npending++
+	ls.signal()
+	return waiter{p, len(p.entries) - 1}, nil
+}
+
+func (ls *logSequencer) drain() {
+	ls.mu.Lock()
+	ls.draining = true
+	ls.mu.Unlock()
+	ls.signal()
+}
+
+func (ls *logSequencer) retireIfIdle() bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if len(ls.pending) > 0 || ls.inflight > 0 {
+		return false
+	}
+	ls.retired = true
+	return true
+}
+
+// next blocks until a pool is due for sealing and returns it, or returns nil when the
+// sequencer drained or retired.
+func (ls *logSequencer) next() *pool {
+	cfg := &ls.s.cfg
+	idle := time.NewTimer(cfg.IdleTimeout)
+	defer idle.Stop()
+	for {
+		ls.mu.Lock()
+		var wait time.Duration = -1
+		if len(ls.pending) > 0 {
+			p := ls.pending[0]
+			age := cfg.Now().Sub(p.first)
+			if len(p.entries) >= cfg.MaxBatch || age >= cfg.MaxAge || ls.draining || len(ls.pending) > 1 {
+				ls.pending = ls.pending[1:]
+				ls.npending -= len(p.entries)
+				ls.inflight++
+				ls.mu.Unlock()
+				return p
+			}
+			wait = cfg.MaxAge - age
+		} else if ls.draining || ls.stopped != nil {
+			ls.mu.Unlock()
+			return nil
+		}
+		ls.mu.Unlock()
+
+		var age <-chan time.Time
+		var ageTimer *time.Timer
+		if wait >= 0 {
+			ageTimer = time.NewTimer(wait)
+			age = ageTimer.C
+		}
+		select {
+		case <-ls.wake:
+		case <-age:
+		case <-idle.C:
+			if ls.s.retire(ls) {
+				return nil
+			}
+			idle.Reset(cfg.IdleTimeout)
+		}
+		if ageTimer != nil {
+			ageTimer.Stop()
+		}
+	}
+}
+
+// run is the seal loop; it starts the publish loop and stops it when done.
+func (ls *logSequencer) run() {
+	toPublish := make(chan *pool, 1024)
+	published := make(chan struct{})
+	go func() {
+		defer close(published)
+		ls.publishLoop(toPublish)
+	}()
+	for {
+		p := ls.next()
+		if p == nil {
+			break
+		}
+		if err := ls.seal(p); err != nil {
+			ls.s.cfg.Logger.Error("batch failed", "log", ls.log.String(), "events", len(p.entries), "err", err)
+			ls.finish(p, err)
+			continue
+		}
+		toPublish <- p
+	}
+	close(toPublish)
+	<-published
+}
+
+// finish fails p with err (if not nil) or acknowledges it, and counts it out.
+func (ls *logSequencer) finish(p *pool, err error) {
+	if err != nil {
+		p.fail(err)
+	} else {
+		close(p.done)
+	}
+	ls.mu.Lock()
+	ls.inflight--
+	ls.mu.Unlock()
+}
+
+// seal commits p as one batch (steps 1-4 of the package comment).
+func (ls *logSequencer) seal(p *pool) error {
+	cfg := &ls.s.cfg
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.SealTimeout)
+	defer cancel()
+	p.results = make([]Result, len(p.entries))
+	p.errs = make([]error, len(p.entries))
+	var b *built
+	cp, err := cfg.Catalog.Seal(ctx, ls.log, func(ctx context.Context, cp catalog.Checkpoint) (*catalog.SealBatch, error) {
+		var err error
+		b, err = ls.build(ctx, cp, p)
+		if err != nil || b == nil {
+			return nil, err
+		}
+		return b.batch, nil
+	})
+	if err != nil {
+		if b != nil && ls.committedAnyway(b) {
+			cfg.Logger.Warn("seal reported an error but the batch is committed", "log", ls.log.String(), "err", err)
+		} else {
+			return fmt.Errorf("%w: %w", ErrSealFailed, err)
+		}
+	}
+	p.size = cp.Size
+	if b != nil {
+		p.size = max(p.size, b.first+uint64(len(b.batch.Events))-1)
+	}
+	close(p.committed)
+	return nil
+}
+
+// committedAnyway reports whether the batch b is committed after all: a commit whose
+// acknowledgement was lost returns an error although the transaction went through.
+func (ls *logSequencer) committedAnyway(b *built) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	bs, err := ls.s.cfg.Catalog.BatchesCovering(ctx, ls.log, b.first, b.first)
+	return err == nil && len(bs) == 1 && bs[0].BatchID == b.batch.BatchID
+}
+
+// built is a batch ready to commit.
+type built struct {
+	first uint64
+	batch *catalog.SealBatch
+}
+
+// build runs under the project-stream lock: it resolves retried ids, assigns
+// sequences, encrypts, builds leaves and writes the payload bundle (steps 2-3). It
+// returns nil when every entry was a duplicate or a conflict.
+func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *pool) (*built, error) {
+	cfg := &ls.s.cfg
+	newAt, err := ls.resolveIDs(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if len(newAt) == 0 {
+		return nil, nil
+	}
+	rf := compact.RangeFactory{Hash: rfc6962.DefaultHasher.HashChildren}
+	rng, err := rf.NewRange(0, cp.Size, hashBytes(cp.Range))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint compact range: %w", err)
+	}
+	batchID, err := randomID()
+	if err != nil {
+		return nil, err
+	}
+	ts := ls.timestamp()
+	first := cp.Size + 1
+	events := make([]catalog.Event, 0, len(newAt))
+	bundle := tiles.PayloadBundle{First: first, Records: make([]tiles.PayloadRecord, 0, len(newAt))}
+	for k, i := range newAt {
+		e := &p.entries[i]
+		seq := first + uint64(k)
+		id := e.ID
+		if id == "" {
+			if id, err = tlog.NewEventID(ts); err != nil {
+				return nil, err
+			}
+		}
+		var nonce tlog.Nonce
+		if e.Nonce != nil {
+			nonce = *e.Nonce
+		} else if nonce, err = tlog.NewNonce(); err != nil {
+			return nil, err
+		}
+		leaf := tlog.Leaf{ProjectID: ls.log.ProjectID, Stream: string(ls.log.Stream), Sequence: seq, ID: id,
+			Timestamp: tlog.FormatTime(ts), PayloadHash: tlog.Commitment(nonce, e.Payload),
+			SigningKeyID: e.SigningKeyID, Signature: e.Signature}
+		if err := leaf.Validate(); err != nil {
+			return nil, err
+		}
+		data := leaf.Encode()
+		lh := tlog.LeafHash(data)
+		if err := rng.Append(lh[:], nil); err != nil {
+			return nil, fmt.Errorf("append leaf: %w", err)
+		}
+		plain := append(append(make([]byte, 0, tlog.NonceSize+len(e.Payload)), nonce[:]...), e.Payload...)
+		ct, err := cfg.Keyring.Seal(ctx, ls.log, ts, plain, payloadAAD(ls.log, seq, id))
+		if err != nil {
+			return nil, fmt.Errorf("encrypt payload: %w", err)
+		}
+		bundle.Records = append(bundle.Records, tiles.PayloadRecord{LeafData: data, Ciphertext: ct})
+		events = append(events, catalog.Event{Sequence: seq, ID: id, ReceivedAt: ts,
+			Action: e.Index.Action, Status: e.Index.Status, ActorType: e.Index.ActorType, ActorID: e.Index.ActorID,
+			TargetType: e.Index.TargetType, TargetID: e.Index.TargetID, PayloadHash: leaf.PayloadHash, LeafHash: lh})
+		p.results[i] = Result{ID: id, Sequence: seq, LeafHash: lh}
+	}
+	// Duplicates of an id earlier in the same batch share its result.
+	for i := range p.entries {
+		if dup := p.results[i]; dup.Duplicate && dup.Sequence == 0 {
+			for j := range p.entries[:i] {
+				if p.results[j].ID == dup.ID && p.results[j].Sequence != 0 {
+					p.results[i].Sequence, p.results[i].LeafHash = p.results[j].Sequence, p.results[j].LeafHash
+					break
+				}
+			}
+		}
+	}
+	rootRaw, err := rng.GetRootHash(nil)
+	if err != nil {
+		return nil, fmt.Errorf("root: %w", err)
+	}
+	data, err := bundle.MarshalBinary()
+	if err != nil {
+		return nil, err
+	}
+	path, err := tiles.PayloadPath(first, batchID)
+	if err != nil {
+		return nil, err
+	}
+	if err := cfg.Store.Create(ctx, ls.prefix.Key(path), data, tiles.PrivateAttrs); err != nil {
+		return nil, fmt.Errorf("write payload bundle: %w", err)
+	}
+	var root tlog.Hash
+	copy(root[:], rootRaw)
+	return &built{first: first, batch: &catalog.SealBatch{BatchID: batchID, Events: events, Root: root,
+		Range: toHashes(rng.Hashes())}}, nil
+}
+
+// resolveIDs handles client-minted ids: an id already sealed with the same commitment
+// is a retry and gets the original result; with another commitment it is a conflict.
+// It returns the indexes of the entries that need new leaves.
+func (ls *logSequencer) resolveIDs(ctx context.Context, p *pool) ([]int, error) {
+	var ids []string
+	for _, e := range p.entries {
+		if e.ID != "" {
+			ids = append(ids, e.ID)
+		}
+	}
+	var existing map[string]catalog.Event
+	if len(ids) > 0 {
+		var err error
+		if existing, err = ls.s.cfg.Catalog.EventsByID(ctx, ls.log, ids); err != nil {
+			return nil, fmt.Errorf("look up retried ids: %w", err)
+		}
+	}
+	inBatch := map[string]tlog.Hash{}
+	newAt := make([]int, 0, len(p.entries))
+	for i, e := range p.entries {
+		if e.ID == "" {
+			newAt = append(newAt, i)
+			continue
+		}
+		var commitment tlog.Hash
+		if e.Nonce != nil {
+			commitment = tlog.Commitment(*e.Nonce, e.Payload)
+		}
+		if old, ok := existing[e.ID]; ok {
+			if e.Nonce != nil && old.PayloadHash == commitment {
+				p.results[i] = Result{ID: e.ID, Sequence: old.Sequence, LeafHash: old.LeafHash, Duplicate: true}
+			} else {
+				p.errs[i] = fmt.Errorf("%w: %s", ErrIDConflict, e.ID)
+			}
+			continue
+		}
+		if prev, ok := inBatch[e.ID]; ok {
+			if e.Nonce != nil && prev == commitment {
+				p.results[i] = Result{ID: e.ID, Duplicate: true} // sequence filled in by build
+			} else {
+				p.errs[i] = fmt.Errorf("%w: %s", ErrIDConflict, e.ID)
+			}
+			continue
+		}
+		inBatch[e.ID] = commitment
+		newAt = append(newAt, i)
+	}
+	return newAt, nil
+}
+
+// timestamp returns the batch's receive time: now, to the millisecond, never earlier
+// than the previous batch's in this process.
+func (ls *logSequencer) timestamp() time.Time {
+	ts := ls.s.cfg.Now().UTC().Truncate(time.Millisecond)
+	if ts.Before(ls.lastTS) {
+		ts = ls.lastTS
+	}
+	ls.lastTS = ts
+	return ts
+}
+
+// payloadAAD binds a ciphertext to its project-stream, sequence and event id, so a
+// ciphertext moved to another event no longer decrypts.
+func payloadAAD(log catalog.LogID, seq uint64, id string) []byte {
+	b := make([]byte, 0, 64+len(log.ProjectID)+len(id))
+	b = append(b, "sealtrail/payload/v1\x00"...)
+	b = append(b, log.ProjectID...)
+	b = append(b, 0)
+	b = append(b, log.Stream...)
+	b = append(b, 0)
+	b = binary.BigEndian.AppendUint64(b, seq)
+	return append(b, id...)
+}
+
+func randomID() (string, error) {
+	var b [12]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("batch id: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+func hashBytes(hs []tlog.Hash) [][]byte {
+	out := make([][]byte, len(hs))
+	for i := range hs {
+		out[i] = hs[i][:]
+	}
+	return out
+}
+
+func toHashes(raw [][]byte) []tlog.Hash {
+	out := make([]tlog.Hash, len(raw))
+	for i, h := range raw {
+		copy(out[i][:], h)
+	}
+	return out
+}

@@ -1,0 +1,163 @@
+package sequencer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/tiles"
+	"github.com/sealtrail/sealtrail/tlog"
+)
+
+// publishLoop materializes committed batches and acknowledges them. It takes every
+// batch queued at once and publishes up to the latest committed size in one go, so
+// under load one publication covers several batches.
+func (ls *logSequencer) publishLoop(in <-chan *pool) {
+	cfg := &ls.s.cfg
+	for p := range in {
+		batch := []*pool{p}
+	more:
+		for {
+			select {
+			case q, ok := <-in:
+				if !ok {
+					break more
+				}
+				batch = append(batch, q)
+			default:
+				break more
+			}
+		}
+		target := uint64(0)
+		for _, q := range batch {
+			target = max(target, q.size)
+		}
+		err := ls.publishUntil(target)
+		for _, q := range batch {
+			ls.finish(q, err)
+		}
+		if errors.Is(err, errFatal) {
+			cfg.Logger.Error("stream stopped", "log", ls.log.String(), "err", err)
+			ls.mu.Lock()
+			ls.stopped = err
+			pending := ls.pending
+			ls.pending, ls.npending = nil, 0
+			ls.mu.Unlock()
+			for _, q := range pending {
+				q.fail(err)
+			}
+		}
+	}
+}
+
+// publishUntil publishes until the published size reaches target, retrying store and
+// catalog failures with backoff. Only a fatal error (a fork) ends it early.
+func (ls *logSequencer) publishUntil(target uint64) error {
+	cfg := &ls.s.cfg
+	backoff := 50 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.SealTimeout)
+		cp, err := ls.s.publish(ctx, ls.log, ls.writer)
+		cancel()
+		if err == nil && cp.PublishedSize >= target {
+			return nil
+		}
+		if errors.Is(err, errFatal) {
+			return err
+		}
+		if err != nil {
+			cfg.Logger.Warn("publish failed; retrying", "log", ls.log.String(), "size", target, "backoff", backoff, "err", err)
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// publish materializes (published_size, size] of log and writes its checkpoint note,
+// under the catalog's publish lock (steps 5-6 of the package comment), and returns the
+// checkpoint as left after.
+func (s *Sequencer) publish(ctx context.Context, log catalog.LogID, w *tiles.Writer) (catalog.Checkpoint, error) {
+	return s.cfg.Catalog.Publish(ctx, log, func(ctx context.Context, cp catalog.Checkpoint) error {
+		if cp.PublishedSize >= cp.Size {
+			return nil
+		}
+		leaves, err := s.leafData(ctx, log, cp.PublishedSize+1, cp.Size)
+		if err != nil {
+			return err
+		}
+		if err := w.Materialize(ctx, cp.PublishedSize, leaves, cp.Root); err != nil {
+			if errors.Is(err, tiles.ErrConflict) || errors.Is(err, tiles.ErrMismatch) {
+				return fmt.Errorf("%w: materialize %s at %d: %w", errFatal, log, cp.Size, err)
+			}
+			return fmt.Errorf("materialize: %w", err)
+		}
+		note, err := tlog.SignCheckpoint(s.cfg.Key, tlog.CheckpointOrigin(s.cfg.Origin, log.ProjectID, string(log.Stream)), cp.Size, cp.Root)
+		if err != nil {
+			return err
+		}
+		if err := s.cfg.Store.Put(ctx, prefixOf(log).Key(tiles.CheckpointPath), note, tiles.CheckpointAttrs); err != nil {
+			return fmt.Errorf("write checkpoint: %w", err)
+		}
+		return nil
+	})
+}
+
+// leafData returns the leaf data of sequences [from, to] from the payload bundles of
+// the committed batches covering them.
+func (s *Sequencer) leafData(ctx context.Context, log catalog.LogID, from, to uint64) ([][]byte, error) {
+	batches, err := s.cfg.Catalog.BatchesCovering(ctx, log, from, to)
+	if err != nil {
+		return nil, fmt.Errorf("batches %d-%d: %w", from, to, err)
+	}
+	out := make([][]byte, 0, to-from+1)
+	next := from
+	for _, b := range batches {
+		bundle, err := s.payloadBundle(ctx, log, b)
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range bundle.Records {
+			seq := b.First + uint64(i)
+			if seq < next || seq > to {
+				continue
+			}
+			if seq != next {
+				return nil, fmt.Errorf("batches of %s skip from %d to %d", log, next, seq)
+			}
+			out = append(out, r.LeafData)
+			next++
+		}
+	}
+	if next != to+1 {
+		return nil, fmt.Errorf("batches of %s end at %d, want %d", log, next-1, to)
+	}
+	return out, nil
+}
+
+// payloadBundle reads and decodes the payload bundle of batch b, through the cache.
+func (s *Sequencer) payloadBundle(ctx context.Context, log catalog.LogID, b catalog.Batch) (*tiles.PayloadBundle, error) {
+	path, err := tiles.PayloadPath(b.First, b.BatchID)
+	if err != nil {
+		return nil, err
+	}
+	key := prefixOf(log).Key(path)
+	if pb, ok := s.cache.get(key); ok {
+		return pb, nil
+	}
+	data, err := s.cfg.Store.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("read payload bundle %s: %w", key, err)
+	}
+	var pb tiles.PayloadBundle
+	if err := pb.UnmarshalBinary(data); err != nil {
+		return nil, fmt.Errorf("payload bundle %s: %w", key, err)
+	}
+	if pb.First != b.First || uint64(len(pb.Records)) != b.Count {
+		return nil, fmt.Errorf("payload bundle %s holds %d records from %d; the batch row says %d from %d",
+			key, len(pb.Records), pb.First, b.Count, b.First)
+	}
+	s.cache.add(key, &pb)
+	return &pb, nil
+}

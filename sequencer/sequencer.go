@@ -1,0 +1,290 @@
+package sequencer
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/keyring"
+	"github.com/sealtrail/sealtrail/tiles"
+	"github.com/sealtrail/sealtrail/tlog"
+)
+
+// Catalog is the part of the SQL catalog the sequencer uses. Implementations:
+// catalog/postgres and catalog/sqlite.
+type Catalog interface {
+	// Seal runs fn under the project-stream lock and commits the batch it returns in
+	// one transaction (see catalog.SealFunc).
+	Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) (catalog.Checkpoint, error)
+	// Publish runs fn under the project-stream's publish lock (distinct from the seal
+	// lock, held across replicas) with the checkpoint read under that lock. If fn
+	// returns nil, published_size becomes cp.Size before the lock is released.
+	Publish(ctx context.Context, log catalog.LogID, fn func(ctx context.Context, cp catalog.Checkpoint) error) (catalog.Checkpoint, error)
+	Checkpoint(ctx context.Context, log catalog.LogID) (catalog.Checkpoint, error)
+	ListUnpublished(ctx context.Context) ([]catalog.Checkpoint, error)
+	BatchesCovering(ctx context.Context, log catalog.LogID, from, to uint64) ([]catalog.Batch, error)
+	EventsByID(ctx context.Context, log catalog.LogID, ids []string) (map[string]catalog.Event, error)
+	QueryEvents(ctx context.Context, q catalog.Query) ([]catalog.Event, error)
+}
+
+// Keyring encrypts and decrypts payloads. Ciphertexts are bound to aad. Open returns
+// an error wrapping ErrShredded when the data key was destroyed by retention.
+type Keyring interface {
+	Seal(ctx context.Context, log catalog.LogID, at time.Time, plaintext, aad []byte) ([]byte, error)
+	Open(ctx context.Context, log catalog.LogID, ciphertext, aad []byte) ([]byte, error)
+}
+
+// ErrShredded is what a Keyring's Open wraps for a payload whose key was destroyed.
+var ErrShredded = keyring.ErrShredded
+
+// Config configures a Sequencer.
+type Config struct {
+	Catalog Catalog
+	Store   tiles.Store
+	Keyring Keyring
+	// Origin is the service origin; checkpoints are named Origin/<projectId>/<stream>.
+	Origin string
+	// Key signs checkpoint notes.
+	Key ed25519.PrivateKey
+	// MaxBatch bounds the events sealed in one batch (default 10,000).
+	MaxBatch int
+	// MaxAge is how long the first event of a batch may wait for others before the
+	// batch is sealed (default 0: seal as soon as the previous batch is committed, so
+	// batches grow with load by themselves). Longer suits S3 or GCS, where each
+	// object write costs money.
+	MaxAge time.Duration
+	// MaxPending bounds the events waiting for one project-stream (default 100,000).
+	// Beyond it Submit fails fast with a *BusyError.
+	MaxPending int
+	// IdleTimeout drops a project-stream's sequencer after this long without events
+	// (default one minute).
+	IdleTimeout time.Duration
+	// SealTimeout bounds one batch's seal, from lock to commit (default 30s).
+	SealTimeout time.Duration
+	Logger      *slog.Logger
+	// Now returns the current time (tests); default time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() error {
+	if c.Catalog == nil || c.Store == nil || c.Keyring == nil || c.Key == nil {
+		return errors.New("sequencer: Catalog, Store, Keyring and Key are required")
+	}
+	if c.Origin == "" {
+		return errors.New("sequencer: Origin is required")
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 10_000
+	}
+	if c.MaxPending <= 0 {
+		c.MaxPending = 100_000
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = time.Minute
+	}
+	if c.SealTimeout <= 0 {
+		c.SealTimeout = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return nil
+}
+
+// Entry is one event to seal.
+type Entry struct {
+	// ID is the client-minted id of a signed event; empty for unsigned events, which
+	// get a server-minted id.
+	ID string
+	// Nonce is the client's blinding nonce of a signed event; nil to mint one.
+	Nonce *tlog.Nonce
+	// Payload is the RFC 8785 payload object.
+	Payload []byte
+	// SigningKeyID and Signature are set together for a customer-signed event; the
+	// caller has verified the signature over the commitment of Nonce and Payload.
+	SigningKeyID, Signature string
+	// Index holds the values queries filter on.
+	Index Index
+}
+
+// Index holds the queryable projections of an event.
+type Index struct {
+	Action, Status       string
+	ActorType, ActorID   string
+	TargetType, TargetID string
+}
+
+// Result is the outcome of a sealed entry.
+type Result struct {
+	ID       string
+	Sequence uint64
+	LeafHash tlog.Hash
+	// Duplicate is true when a signed event with the same id and bytes had been sealed
+	// before; Result then describes that original event.
+	Duplicate bool
+}
+
+// BusyError means the project-stream has too many events waiting; retry after
+// RetryAfter. errors.Is(err, ErrBusy) holds.
+type BusyError struct{ RetryAfter time.Duration }
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("sequencer: too many events waiting; retry after %s", e.RetryAfter)
+}
+
+// Is makes errors.Is(err, ErrBusy) true.
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
+
+// Errors Submit returns, wrapped; the API maps them to statuses.
+var (
+	// ErrBusy: back-pressure (see BusyError).
+	ErrBusy = errors.New("sequencer: busy")
+	// ErrIDConflict: a signed event reuses an id already sealed with other bytes.
+	ErrIDConflict = errors.New("sequencer: event id already used with different content")
+	// ErrSealFailed: the batch failed before its commit; nothing was recorded.
+	ErrSealFailed = errors.New("sequencer: seal failed; nothing was recorded")
+	// ErrNotPublished: the event is committed, but materializing it has not finished
+	// within the caller's deadline. It will be published; a retry of a signed event
+	// returns its result.
+	ErrNotPublished = errors.New("sequencer: event committed but not yet published")
+	// ErrClosed: the sequencer is shutting down.
+	ErrClosed = errors.New("sequencer: closed")
+	// errFatal marks errors that stop a project-stream's sequencer (a fork).
+	errFatal = errors.New("fatal")
+)
+
+// Sequencer seals events into per project-stream tile logs.
+type Sequencer struct {
+	cfg Config
+
+	mu     sync.Mutex
+	logs   map[catalog.LogID]*logSequencer // active project-streams
+	closed bool
+	wg     sync.WaitGroup // running logSequencer loops
+
+	cache *payloadCache
+	tiles *tiles.TileCache
+}
+
+// New returns a Sequencer. Call Recover before serving, and Close to drain.
+func New(cfg Config) (*Sequencer, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	tc, err := tiles.NewTileCache(4096)
+	if err != nil {
+		return nil, err
+	}
+	return &Sequencer{cfg: cfg, logs: map[catalog.LogID]*logSequencer{}, cache: newPayloadCache(256), tiles: tc}, nil
+}
+
+// Submit seals e into the log and returns once it is committed and published, or
+// with an error: a *BusyError (nothing queued), ErrIDConflict, ErrSealFailed (nothing
+// recorded), ErrNotPublished (committed; ctx ended first) or ctx's error while the
+// batch is still being sealed (outcome unknown; a signed event may be retried).
+func (s *Sequencer) Submit(ctx context.Context, log catalog.LogID, e Entry) (Result, error) {
+	if err := log.Validate(); err != nil {
+		return Result{}, err
+	}
+	for {
+		ls, err := s.logSequencer(log)
+		if err != nil {
+			return Result{}, err
+		}
+		w, err := ls.enqueue(e)
+		if errors.Is(err, errRetired) {
+			continue // the sequencer went idle between lookup and enqueue
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		return w.wait(ctx)
+	}
+}
+
+// logSequencer returns the running sequencer of log, starting one if needed.
+func (s *Sequencer) logSequencer(log catalog.LogID) (*logSequencer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if ls, ok := s.logs[log]; ok {
+		return ls, nil
+	}
+	ls := newLogSequencer(s, log)
+	s.logs[log] = ls
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ls.run()
+	}()
+	return ls, nil
+}
+
+// retire removes ls from the active set if it is still idle; it reports whether it did.
+func (s *Sequencer) retire(ls *logSequencer) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !ls.retireIfIdle() {
+		return false
+	}
+	if s.logs[ls.log] == ls {
+		delete(s.logs, ls.log)
+	}
+	return true
+}
+
+// Close stops accepting events, seals and publishes what is pending, and waits for
+// every project-stream's loops to finish or ctx to end.
+func (s *Sequencer) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	for _, ls := range s.logs {
+		ls.drain()
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("sequencer: close: %w", ctx.Err())
+	}
+}
+
+// Recover publishes every project-stream whose committed size is ahead of what is
+// materialized in object storage: the repair of a crash between commit and publish.
+func (s *Sequencer) Recover(ctx context.Context) error {
+	cps, err := s.cfg.Catalog.ListUnpublished(ctx)
+	if err != nil {
+		return fmt.Errorf("sequencer: recover: %w", err)
+	}
+	for _, cp := range cps {
+		s.cfg.Logger.InfoContext(ctx, "recovering unpublished batches", "log", cp.Log.String(),
+			"published", cp.PublishedSize, "size", cp.Size)
+		if _, err := s.publish(ctx, cp.Log, tiles.NewWriter(s.cfg.Store, prefixOf(cp.Log), s.cfg.Logger)); err != nil {
+			return fmt.Errorf("sequencer: recover %s: %w", cp.Log, err)
+		}
+	}
+	return nil
+}
+
+// prefixOf returns the object prefix of a log. LogIDs are validated before they reach
+// here, and project ids are key-safe, so the error cannot happen for a stored log.
+func prefixOf(log catalog.LogID) tiles.Prefix {
+	p, err := tiles.StreamPrefix(log.ProjectID, string(log.Stream))
+	if err != nil {
+		return tiles.Prefix("invalid/" + string(log.Stream) + "/")
+	}
+	return p
+}
