@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# make run: until the service (sealtraild) exists, runs the offline verifier's self-check.
+# make run: start the service on the embedded default (SQLite catalog and filesystem
+# store under ./data), creating a demo project on first start and printing how to use it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./bin/sealtrail selfcheck
+exec ./bin/sealtraild serve --dev "$@"

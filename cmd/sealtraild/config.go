@@ -1,0 +1,170 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the whole configuration of sealtraild serve: the one schema, read from a
+// JSON file (--config), then SEALTRAIL_<FIELD> environment variables (e.g.
+// SEALTRAIL_LISTEN, SEALTRAIL_CATALOG), then the few flags. With nothing set, the
+// service runs on the embedded default under ./data.
+type Config struct {
+	// Listen is the HTTP listen address.
+	Listen string `json:"listen"`
+	// DataDir holds the embedded catalog, the filesystem store and the key files
+	// whose paths are not given.
+	DataDir string `json:"dataDir"`
+	// Catalog is "sqlite:<path>" (default <DataDir>/catalog.db) or a PostgreSQL URL
+	// "postgres://user:pass@host:5432/db".
+	Catalog string `json:"catalog"`
+	// Store is the object store URL: file:///path (default <DataDir>/objects),
+	// s3://bucket/prefix?endpoint=..., gs://bucket/prefix (see docs/storage.md).
+	Store string `json:"store"`
+	// SigningKeyFile holds the service Ed25519 key (hex seed, mode 0600); created on
+	// first start. It signs checkpoints, tree heads and receipts.
+	SigningKeyFile string `json:"signingKeyFile"`
+	// KEKFile holds the key-encryption key that wraps payload data keys; created on
+	// first start. Losing it loses every payload.
+	KEKFile string `json:"kekFile"`
+	// OperatorTokenFile holds the operator API token; created on first start.
+	OperatorTokenFile string `json:"operatorTokenFile"`
+	// Origin names this service in checkpoint origins: <origin>/<projectId>/<stream>.
+	Origin string `json:"origin"`
+	// MaxBatch and MaxAgeMS tune the sequencer's batches (defaults 10000 and 0 ms:
+	// batches grow with load by themselves; raise MaxAgeMS on S3 or GCS).
+	MaxBatch int `json:"maxBatch"`
+	MaxAgeMS int `json:"maxAgeMs"`
+	// RateLimit is the ingest limit per API key per 10 s (default 500, the spec's).
+	// The limiter is per replica.
+	RateLimit int `json:"rateLimit"`
+	// TrustProxyHeaders takes client addresses from X-Forwarded-For.
+	TrustProxyHeaders bool `json:"trustProxyHeaders"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `json:"logLevel"`
+}
+
+func defaultConfig() Config {
+	return Config{Listen: "127.0.0.1:8080", DataDir: "data", Origin: "sealtrail.localhost", LogLevel: "info"}
+}
+
+// loadConfig applies the file at path (if any) and the environment to c.
+func (c *Config) load(path string) error {
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(c); err != nil {
+			return fmt.Errorf("config %s: %w", path, err)
+		}
+	}
+	v := reflect.ValueOf(c).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		name := strings.Split(f.Tag.Get("json"), ",")[0]
+		env := "SEALTRAIL_" + strings.ToUpper(toSnake(name))
+		raw, ok := os.LookupEnv(env)
+		if !ok {
+			continue
+		}
+		switch f.Type.Kind() {
+		case reflect.String:
+			v.Field(i).SetString(raw)
+		case reflect.Int:
+			n, err := strconv.Atoi(raw)
+			if err != nil {
+				return fmt.Errorf("config: %s=%q is not an integer", env, raw)
+			}
+			v.Field(i).SetInt(int64(n))
+		case reflect.Bool:
+			b, err := strconv.ParseBool(raw)
+			if err != nil {
+				return fmt.Errorf("config: %s=%q is not a boolean", env, raw)
+			}
+			v.Field(i).SetBool(b)
+		}
+	}
+	return nil
+}
+
+func toSnake(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if r >= 'A' && r <= 'Z' {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// resolve fills derived defaults and checks the configuration.
+func (c *Config) resolve() error {
+	if c.DataDir == "" {
+		return errors.New("config: dataDir must not be empty")
+	}
+	abs, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return fmt.Errorf("config: dataDir: %w", err)
+	}
+	c.DataDir = abs
+	if c.Catalog == "" {
+		c.Catalog = "sqlite:" + filepath.Join(c.DataDir, "catalog.db")
+	}
+	if !strings.HasPrefix(c.Catalog, "sqlite:") && !strings.HasPrefix(c.Catalog, "postgres://") && !strings.HasPrefix(c.Catalog, "postgresql://") {
+		return fmt.Errorf("config: catalog %q must be sqlite:<path> or a postgres:// URL", redact(c.Catalog))
+	}
+	if c.Store == "" {
+		c.Store = "file://" + filepath.Join(c.DataDir, "objects")
+	}
+	if c.SigningKeyFile == "" {
+		c.SigningKeyFile = filepath.Join(c.DataDir, "service.key")
+	}
+	if c.KEKFile == "" {
+		c.KEKFile = filepath.Join(c.DataDir, "kek.key")
+	}
+	if c.OperatorTokenFile == "" {
+		c.OperatorTokenFile = filepath.Join(c.DataDir, "operator.token")
+	}
+	if c.Origin == "" || strings.ContainsAny(c.Origin, " \t\n+") {
+		return fmt.Errorf("config: origin %q must be non-empty, without spaces or '+'", c.Origin)
+	}
+	if c.MaxBatch < 0 || c.MaxAgeMS < 0 || c.RateLimit < 0 {
+		return errors.New("config: maxBatch, maxAgeMs and rateLimit must not be negative")
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("config: logLevel %q must be debug, info, warn or error", c.LogLevel)
+	}
+	return nil
+}
+
+func (c *Config) maxAge() time.Duration { return time.Duration(c.MaxAgeMS) * time.Millisecond }
+
+// redact hides a password in a URL for messages.
+func redact(s string) string {
+	if i := strings.Index(s, "://"); i >= 0 {
+		rest := s[i+3:]
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if colon := strings.Index(rest[:at], ":"); colon >= 0 {
+				return s[:i+3] + rest[:colon] + ":***" + rest[at:]
+			}
+		}
+	}
+	return s
+}

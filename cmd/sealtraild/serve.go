@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/sealtrail/sealtrail/catalog/postgres"
+	"github.com/sealtrail/sealtrail/catalog/sqlite"
+	"github.com/sealtrail/sealtrail/control"
+	"github.com/sealtrail/sealtrail/httpapi"
+	"github.com/sealtrail/sealtrail/keyring"
+	"github.com/sealtrail/sealtrail/sequencer"
+	"github.com/sealtrail/sealtrail/tiles"
+	"github.com/sealtrail/sealtrail/tiles/storeurl"
+	"github.com/sealtrail/sealtrail/tlog"
+)
+
+// db is what serve needs of a catalog driver.
+type db interface {
+	sequencer.Catalog
+	control.Catalog
+	keyring.Store
+	Close()
+}
+
+func serve(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "JSON config file (see docs/operations.md)")
+	listen := fs.String("listen", "", "listen address (overrides the config)")
+	dataDir := fs.String("data", "", "data directory (overrides the config)")
+	dev := fs.Bool("dev", false, "create a demo project and print how to use it")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("serve takes no arguments, got %q", fs.Arg(0))}
+	}
+	cfg := defaultConfig()
+	if err := cfg.load(*configPath); err != nil {
+		return usageError{err}
+	}
+	if *listen != "" {
+		cfg.Listen = *listen
+	}
+	if *dataDir != "" {
+		cfg.DataDir = *dataDir
+	}
+	if err := cfg.resolve(); err != nil {
+		return usageError{err}
+	}
+	logger := newLogger(stderr, cfg.LogLevel)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return run(ctx, cfg, *dev, logger, stdout)
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
+
+// run starts the service and blocks until ctx ends, then shuts down gracefully.
+func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout io.Writer) error {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	key, err := loadOrCreateSigningKey(cfg.SigningKeyFile)
+	if err != nil {
+		return err
+	}
+	operatorToken, err := loadOrCreateToken(cfg.OperatorTokenFile)
+	if err != nil {
+		return err
+	}
+	kek, err := keyring.LoadOrCreateKEKFile(cfg.KEKFile)
+	if err != nil {
+		return fmt.Errorf("key-encryption key: %w", err)
+	}
+	cat, err := openCatalog(ctx, cfg.Catalog, logger)
+	if err != nil {
+		return err
+	}
+	defer cat.Close()
+	store, err := storeurl.Open(ctx, cfg.Store)
+	if err != nil {
+		return fmt.Errorf("object store: %w", err)
+	}
+	seq, err := sequencer.New(sequencer.Config{Catalog: cat, Store: store, Keyring: keyring.New(cat, kek, keyring.Options{}),
+		Origin: cfg.Origin, Key: key, MaxBatch: cfg.MaxBatch, MaxAge: cfg.maxAge(), Logger: logger})
+	if err != nil {
+		return err
+	}
+	// Repair what a crash left between commit and publish before taking traffic.
+	if err := seq.Recover(ctx); err != nil {
+		return err
+	}
+	ctl := control.New(cat, seq, logger)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	api, err := httpapi.New(httpapi.Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key.Public().(ed25519.PublicKey),
+		OperatorToken: operatorToken, RateLimit: cfg.RateLimit, TrustProxyHeaders: cfg.TrustProxyHeaders,
+		Logger: logger, Registry: reg, Ready: func(ctx context.Context) error { return ready(ctx, cat, store) }})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	base := "http://" + ln.Addr().String()
+	logger.Info("sealtraild serving", "addr", base, "catalog", redact(cfg.Catalog), "store", cfg.Store, "origin", cfg.Origin)
+	if dev {
+		if err := devSetup(ctx, ctl, cfg, base, operatorToken, key, stdout); err != nil {
+			logger.Error("dev set-up failed", "err", err)
+		}
+	}
+
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: draining requests and open batches")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		logger.Warn("http shutdown", "err", err)
+	}
+	if err := seq.Close(shutCtx); err != nil {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+func openCatalog(ctx context.Context, dsn string, logger *slog.Logger) (db, error) {
+	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, fmt.Errorf("catalog dir: %w", err)
+		}
+		d, err := sqlite.Open(ctx, path, sqlite.Options{Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("catalog: %w", err)
+		}
+		return d, nil
+	}
+	d, err := postgres.Open(ctx, dsn, postgres.Options{Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("catalog %s: %w", redact(dsn), err)
+	}
+	return d, nil
+}
+
+// ready checks that the catalog answers and the store is reachable.
+func ready(ctx context.Context, cat db, store tiles.Store) error {
+	if _, err := cat.ListProjects(ctx, "", 1); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	if _, err := store.Get(ctx, "readyz/probe"); err != nil && !errors.Is(err, tiles.ErrNotFound) {
+		return fmt.Errorf("object store: %w", err)
+	}
+	return nil
+}
+
+// loadOrCreateSigningKey reads the service key (hex seed) at path, creating it with
+// mode 0600 if it does not exist.
+func loadOrCreateSigningKey(path string) (ed25519.PrivateKey, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		_, priv, err := tlog.GenerateKey()
+		if err != nil {
+			return nil, err
+		}
+		if err := writeSecretFile(path, hex.EncodeToString(priv.Seed())+"\n"); err != nil {
+			return nil, fmt.Errorf("service key: %w", err)
+		}
+		return loadOrCreateSigningKey(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("service key: %w", err)
+	}
+	priv, err := tlog.ParsePrivateKey(strings.TrimSpace(string(data)))
+	if err != nil {
+		return nil, fmt.Errorf("service key %s: %w", path, err)
+	}
+	return priv, nil
+}
+
+func loadOrCreateToken(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		var b [32]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", err
+		}
+		if err := writeSecretFile(path, "sto_"+base64.RawURLEncoding.EncodeToString(b[:])+"\n"); err != nil {
+			return "", fmt.Errorf("operator token: %w", err)
+		}
+		return loadOrCreateToken(path)
+	}
+	if err != nil {
+		return "", fmt.Errorf("operator token: %w", err)
+	}
+	tok := strings.TrimSpace(string(data))
+	if len(tok) < 16 {
+		return "", fmt.Errorf("operator token in %s is shorter than 16 characters", path)
+	}
+	return tok, nil
+}
+
+// writeSecretFile creates path with mode 0600, failing if it exists (a concurrent
+// first start keeps the first file).
+func writeSecretFile(path, content string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(content); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// devSetup creates the demo project on first start and prints how to use it.
+func devSetup(ctx context.Context, ctl *control.Service, cfg Config, base, operatorToken string, key ed25519.PrivateKey, out io.Writer) error {
+	marker := filepath.Join(cfg.DataDir, "dev-project")
+	actor := control.Actor{Type: "operator", ID: "dev-setup"}
+	pub := hex.EncodeToString(key.Public().(ed25519.PublicKey))
+	if data, err := os.ReadFile(marker); err == nil {
+		fmt.Fprintf(out, "\nSealtrail is running at %s (data in %s).\n", base, cfg.DataDir)
+		fmt.Fprintf(out, "Demo project %s exists; its API key was printed at first start.\n", strings.TrimSpace(string(data)))
+		fmt.Fprintf(out, "Operator token: %s\nService public key: %s\n", operatorToken, pub)
+		fmt.Fprintf(out, "New key: bin/sealtraild admin key create --project %s --scopes log:write,log:read,log:export,log:verify\n\n", strings.TrimSpace(string(data)))
+		return nil
+	}
+	p, err := ctl.CreateProject(ctx, actor, "demo")
+	if err != nil {
+		return err
+	}
+	secret, _, err := ctl.CreateAPIKey(ctx, actor, p.ID, "dev", control.Scopes, time.Time{})
+	if err != nil {
+		return err
+	}
+	if err := writeSecretFile(marker, p.ID+"\n"); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, `
+Sealtrail is running at %[1]s (data in %[2]s).
+
+Demo project:       %[3]s
+API key (all scopes, shown once): %[4]s
+Operator token:     %[5]s
+Service public key: %[6]s
+
+Log an event:
+  curl -sS -X POST %[1]s/api/v1/log -H 'Authorization: Bearer %[4]s' -H 'Content-Type: application/json' \
+    -d '{"action":"user.login","actor":{"type":"user","id":"alice"}}'
+
+Operator API: bin/sealtraild admin --help (reads the token from %[7]s)
+Stop with Ctrl-C; restarting keeps every project, key and event.
+
+`, base, cfg.DataDir, p.ID, secret, operatorToken, pub, cfg.OperatorTokenFile)
+	return nil
+}

@@ -1,0 +1,197 @@
+package control
+
+import (
+	"context"
+	"net/mail"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/tlog"
+)
+
+// CreateProject creates a project named name.
+func (s *Service) CreateProject(ctx context.Context, actor Actor, name string) (catalog.Project, error) {
+	name = strings.TrimSpace(name)
+	if name == "" || utf8.RuneCountInString(name) > 128 || !utf8.ValidString(name) {
+		return catalog.Project{}, invalid("project name must be 1 to 128 characters")
+	}
+	id, err := newID("prj_")
+	if err != nil {
+		return catalog.Project{}, err
+	}
+	p := catalog.Project{ID: id, Name: name, CreatedAt: s.now()}
+	rec := record{action: "project.created", target: Actor{Type: "project", ID: id, Display: name}}
+	err = s.change(ctx, id, actor, rec, func() (err error) {
+		p, err = s.cat.CreateProject(ctx, p)
+		return mapCatalog(err, "project "+id)
+	})
+	return p, err
+}
+
+// Project returns a project.
+func (s *Service) Project(ctx context.Context, id string) (catalog.Project, error) {
+	return s.requireProject(ctx, id)
+}
+
+// ListProjects lists projects in id order after afterID.
+func (s *Service) ListProjects(ctx context.Context, afterID string, limit int) ([]catalog.Project, error) {
+	ps, err := s.cat.ListProjects(ctx, afterID, limit)
+	return ps, mapCatalog(err, "projects")
+}
+
+// Member roles.
+var Roles = []string{"owner", "admin", "member", "auditor"}
+
+// AddMember adds email to the project with role.
+func (s *Service) AddMember(ctx context.Context, actor Actor, projectID, email, role string) (catalog.Member, error) {
+	if _, err := s.requireProject(ctx, projectID); err != nil {
+		return catalog.Member{}, err
+	}
+	addr, err := mail.ParseAddress(email)
+	if err != nil || addr.Address != email || len(email) > 254 {
+		return catalog.Member{}, invalid("member email %q is not a plain address", email)
+	}
+	if !slices.Contains(Roles, role) {
+		return catalog.Member{}, invalid("role %q is not one of %s", role, strings.Join(Roles, ", "))
+	}
+	members, err := s.cat.ListMembers(ctx, projectID)
+	if err != nil {
+		return catalog.Member{}, mapCatalog(err, "members")
+	}
+	for _, m := range members {
+		if strings.EqualFold(m.Email, email) {
+			return catalog.Member{}, invalidExists("member %s is already in project %s", email, projectID)
+		}
+	}
+	m := catalog.Member{ProjectID: projectID, Email: email, Role: role, CreatedAt: s.now()}
+	rec := record{action: "member.added", target: Actor{Type: "member", ID: email}, metadata: map[string]any{"role": role}}
+	err = s.change(ctx, projectID, actor, rec, func() (err error) {
+		m, err = s.cat.AddMember(ctx, m)
+		return mapCatalog(err, "member "+email)
+	})
+	return m, err
+}
+
+// RemoveMember removes email from the project.
+func (s *Service) RemoveMember(ctx context.Context, actor Actor, projectID, email string) error {
+	if _, err := s.requireProject(ctx, projectID); err != nil {
+		return err
+	}
+	members, err := s.cat.ListMembers(ctx, projectID)
+	if err != nil {
+		return mapCatalog(err, "members")
+	}
+	found := slices.ContainsFunc(members, func(m catalog.Member) bool { return m.Email == email })
+	if !found {
+		return notFound("member %s in project %s", email, projectID)
+	}
+	rec := record{action: "member.removed", target: Actor{Type: "member", ID: email}}
+	return s.change(ctx, projectID, actor, rec, func() error {
+		return mapCatalog(s.cat.RemoveMember(ctx, projectID, email), "member "+email)
+	})
+}
+
+// ListMembers lists the project's members.
+func (s *Service) ListMembers(ctx context.Context, projectID string) ([]catalog.Member, error) {
+	if _, err := s.requireProject(ctx, projectID); err != nil {
+		return nil, err
+	}
+	ms, err := s.cat.ListMembers(ctx, projectID)
+	return ms, mapCatalog(err, "members")
+}
+
+// AddSigningKey registers a customer Ed25519 public key (lowercase hex). From then on
+// the project rejects unsigned events.
+func (s *Service) AddSigningKey(ctx context.Context, actor Actor, projectID, publicKeyHex string) (catalog.SigningKey, error) {
+	if _, err := s.requireProject(ctx, projectID); err != nil {
+		return catalog.SigningKey{}, err
+	}
+	if _, err := tlog.ParsePublicKey(publicKeyHex); err != nil {
+		return catalog.SigningKey{}, invalid("%v", err)
+	}
+	keys, err := s.cat.ListSigningKeys(ctx, projectID)
+	if err != nil {
+		return catalog.SigningKey{}, mapCatalog(err, "signing keys")
+	}
+	for _, k := range keys {
+		if k.PublicKey == publicKeyHex && k.State() == catalog.KeyActive {
+			return catalog.SigningKey{}, invalidExists("public key is already registered as %s", k.ID)
+		}
+	}
+	id, err := newID("sk_")
+	if err != nil {
+		return catalog.SigningKey{}, err
+	}
+	k := catalog.SigningKey{ID: id, ProjectID: projectID, PublicKey: publicKeyHex, CreatedAt: s.now()}
+	rec := record{action: "signing_key.registered", target: Actor{Type: "signing_key", ID: id},
+		metadata: map[string]any{"publicKey": publicKeyHex}}
+	err = s.change(ctx, projectID, actor, rec, func() (err error) {
+		k, err = s.cat.CreateSigningKey(ctx, k)
+		return mapCatalog(err, "signing key "+id)
+	})
+	return k, err
+}
+
+// RevokeSigningKey revokes a customer signing key.
+func (s *Service) RevokeSigningKey(ctx context.Context, actor Actor, projectID, keyID string) (catalog.SigningKey, error) {
+	if _, err := s.requireProject(ctx, projectID); err != nil {
+		return catalog.SigningKey{}, err
+	}
+	k, err := s.cat.SigningKey(ctx, projectID, keyID)
+	if err != nil {
+		return catalog.SigningKey{}, mapCatalog(err, "signing key "+keyID)
+	}
+	if k.State() != catalog.KeyActive {
+		return catalog.SigningKey{}, stateErr("signing key %s is already revoked", keyID)
+	}
+	rec := record{action: "signing_key.revoked", target: Actor{Type: "signing_key", ID: keyID}}
+	err = s.change(ctx, projectID, actor, rec, func() (err error) {
+		k, err = s.cat.RevokeSigningKey(ctx, projectID, keyID, s.now())
+		return mapCatalog(err, "signing key "+keyID)
+	})
+	return k, err
+}
+
+// ListSigningKeys lists the project's signing keys, revoked ones included.
+func (s *Service) ListSigningKeys(ctx context.Context, projectID string) ([]catalog.SigningKey, error) {
+	if _, err := s.requireProject(ctx, projectID); err != nil {
+		return nil, err
+	}
+	ks, err := s.cat.ListSigningKeys(ctx, projectID)
+	return ks, mapCatalog(err, "signing keys")
+}
+
+// MaxRetentionDays bounds a retention period (100 years).
+const MaxRetentionDays = 36500
+
+// SetRetention sets how many days a project-stream keeps payloads before their keys are
+// shredded; 0 keeps them forever.
+func (s *Service) SetRetention(ctx context.Context, actor Actor, projectID string, stream catalog.Stream, days int) (catalog.Retention, error) {
+	if _, err := s.requireProject(ctx, projectID); err != nil {
+		return catalog.Retention{}, err
+	}
+	if !stream.Valid() {
+		return catalog.Retention{}, invalid("stream %q is not events or project_audit", stream)
+	}
+	if days < 0 || days > MaxRetentionDays {
+		return catalog.Retention{}, invalid("retention must be 0 (forever) to %d days", MaxRetentionDays)
+	}
+	r := catalog.Retention{Log: catalog.LogID{ProjectID: projectID, Stream: stream}, Days: days, UpdatedAt: s.now()}
+	rec := record{action: "retention.set", target: Actor{Type: "stream", ID: string(stream)}, metadata: map[string]any{"days": days}}
+	err := s.change(ctx, projectID, actor, rec, func() (err error) {
+		r, err = s.cat.SetRetention(ctx, r)
+		return mapCatalog(err, "retention")
+	})
+	return r, err
+}
+
+// ListRetention lists the project's retention settings.
+func (s *Service) ListRetention(ctx context.Context, projectID string) ([]catalog.Retention, error) {
+	if _, err := s.requireProject(ctx, projectID); err != nil {
+		return nil, err
+	}
+	rs, err := s.cat.ListRetention(ctx, projectID)
+	return rs, mapCatalog(err, "retention")
+}

@@ -1,0 +1,433 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gorilla/mux"
+
+	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/control"
+	"github.com/sealtrail/sealtrail/tlog"
+)
+
+// The operator API, /admin/v1, authenticated with the operator token. Every change is
+// made through the control plane, which records it in the project's project_audit
+// stream with the actor named by the X-Sealtrail-Actor header (default "operator").
+
+func (s *Server) adminRoutes(r *mux.Router) {
+	h := func(path string, f http.HandlerFunc, method string) {
+		r.Handle(path, s.operator(f)).Methods(method)
+	}
+	h("/projects", s.adminCreateProject, http.MethodPost)
+	h("/projects", s.adminListProjects, http.MethodGet)
+	h("/projects/{project}", s.adminGetProject, http.MethodGet)
+	h("/projects/{project}/keys", s.adminCreateKey, http.MethodPost)
+	h("/projects/{project}/keys", s.adminListKeys, http.MethodGet)
+	h("/projects/{project}/keys/{key}/revoke", s.adminRevokeKey, http.MethodPost)
+	h("/projects/{project}/members", s.adminAddMember, http.MethodPost)
+	h("/projects/{project}/members", s.adminListMembers, http.MethodGet)
+	h("/projects/{project}/members/{email}", s.adminRemoveMember, http.MethodDelete)
+	h("/projects/{project}/signing-keys", s.adminAddSigningKey, http.MethodPost)
+	h("/projects/{project}/signing-keys", s.adminListSigningKeys, http.MethodGet)
+	h("/projects/{project}/signing-keys/{key}/revoke", s.adminRevokeSigningKey, http.MethodPost)
+	h("/projects/{project}/retention", s.adminSetRetention, http.MethodPut)
+	h("/projects/{project}/retention", s.adminListRetention, http.MethodGet)
+	h("/projects/{project}/holds", s.adminCreateHold, http.MethodPost)
+	h("/projects/{project}/holds", s.adminListHolds, http.MethodGet)
+	h("/projects/{project}/holds/{hold}/release", s.adminReleaseHold, http.MethodPost)
+}
+
+func actorOf(r *http.Request) (control.Actor, error) {
+	name := strings.TrimSpace(r.Header.Get("X-Sealtrail-Actor"))
+	if name == "" {
+		name = "operator"
+	}
+	if len(name) > 256 || !utf8.ValidString(name) {
+		return control.Actor{}, errors.New("X-Sealtrail-Actor must be at most 256 bytes of UTF-8")
+	}
+	return control.Actor{Type: "operator", ID: name}, nil
+}
+
+// decode reads a JSON object body into v, strictly: unknown members, trailing data and
+// wrong types are errors.
+func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "Could not read the request body")
+		return false
+	}
+	if _, err := tlog.Canonicalize(body); err != nil {
+		writeError(w, http.StatusBadRequest, "Invalid JSON: "+strings.TrimPrefix(err.Error(), "jcs: "))
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeError(w, http.StatusBadRequest, "Invalid request: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// controlError answers a control-plane error with its status.
+func (s *Server) controlError(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, control.ErrInvalid):
+		writeError(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, control.ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, control.ErrExists), errors.Is(err, control.ErrState):
+		writeError(w, http.StatusConflict, err.Error())
+	default:
+		s.internal(w, r, "control-plane change", err)
+	}
+}
+
+// adminCall runs f with the actor, answering a bad actor header with 400.
+func (s *Server) adminCall(w http.ResponseWriter, r *http.Request, f func(control.Actor) (int, any, error)) {
+	actor, err := actorOf(r)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	status, body, err := f(actor)
+	if err != nil {
+		s.controlError(w, r, err)
+		return
+	}
+	writeJSON(w, status, body)
+}
+
+func timeOrNil(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := tlog.FormatTime(t)
+	return &s
+}
+
+type projectJSON struct {
+	ID            string `json:"id"`
+	Name          string `json:"name"`
+	CreatedAt     string `json:"createdAt"`
+	RequireSigned bool   `json:"requireSigned"`
+}
+
+func projectOut(p catalog.Project) projectJSON {
+	return projectJSON{p.ID, p.Name, tlog.FormatTime(p.CreatedAt), p.RequireSigned}
+}
+
+func (s *Server) adminCreateProject(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Name string `json:"name"`
+	}
+	if !s.decode(w, r, &req) {
+		return
+	}
+	s.adminCall(w, r, func(a control.Actor) (int, any, error) {
+		p, err := s.cfg.Control.CreateProject(r.Context(), a, req.Name)
+		return http.StatusCreated, projectOut(p), err
+	})
+}
+
+func (s *Server) adminListProjects(w http.ResponseWriter, r *http.Request) {
+	limit := 100
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			writeError(w, http.StatusBadRequest, "limit must be an integer from 1 to 1000")
+			return
+		}
+		limit = n
+	}
+	ps, err := s.cfg.Control.ListProjects(r.Context(), r.URL.Query().Get("after"), limit)
+	if err != nil {
+		s.controlError(w, r, err)
+		return
+	}
+	out := make([]projectJSON, len(ps))
+	for i, p := range ps {
+		out[i] = projectOut(p)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"projects": out})
+}
+
+func (s *Server) adminGetProject(w http.ResponseWriter, r *http.Request) {
+	p, err := s.cfg.Control.Project(r.Context(), mux.Vars(r)["project"])
+	if err != nil {
+		s.controlError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, projectOut(p))
+}
+
+type keyJSON struct {
+	ID        string   `json:"id"`
+	ProjectID string   `json:"projectId"`
+	Name      string   `json:"name,omitempty"`
+	Prefix    string   `json:"prefix"`
+	Scopes    []string `json:"scopes"`
+	State     string   `json:"state"`
+	CreatedAt string   `json:"createdAt"`
+	ExpiresAt *string  `json:"expiresAt"`
+	RevokedAt *string  `json:"revokedAt"`
+}
+
+func keyOut(k catalog.APIKey) keyJSON {
+	return keyJSON{k.ID, k.ProjectID, k.Name, k.Prefix, k.Scopes, string(k.State(time.Now())),
+		tlog.FormatTime(k.CreatedAt), timeOrNil(k.ExpiresAt), timeOrNil(k.RevokedAt)}
+}
+
+func (s *Server) adminCreateKey(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Name      string   `json:"name"`
+		Scopes    []string `json:"scopes"`
+		ExpiresAt string   `json:"expiresAt"`
+	}
+	if !s.decode(w, r, &req) {
+		return
+	}
+	var exp time.Time
+	if req.ExpiresAt != "" {
+		t, err := time.Parse(time.RFC3339Nano, req.ExpiresAt)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "expiresAt must be an RFC 3339 time")
+			return
+		}
+		exp = t
+	}
+	s.adminCall(w, r, func(a control.Actor) (int, any, error) {
+		secret, k, err := s.cfg.Control.CreateAPIKey(r.Context(), a, mux.Vars(r)["project"], req.Name, req.Scopes, exp)
+		return http.StatusCreated, map[string]any{"key": keyOut(k), "secret": secret}, err
+	})
+}
+
+func (s *Server) adminListKeys(w http.ResponseWriter, r *http.Request) {
+	ks, err := s.cfg.Control.ListAPIKeys(r.Context(), mux.Vars(r)["project"])
+	if err != nil {
+		s.controlError(w, r, err)
+		return
+	}
+	out := make([]keyJSON, len(ks))
+	for i, k := range ks {
+		out[i] = keyOut(k)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"keys": out})
+}
+
+func (s *Server) adminRevokeKey(w http.ResponseWriter, r *http.Request) {
+	s.adminCall(w, r, func(a control.Actor) (int, any, error) {
+		v := mux.Vars(r)
+		k, err := s.cfg.Control.RevokeAPIKey(r.Context(), a, v["project"], v["key"])
+		return http.StatusOK, keyOut(k), err
+	})
+}
+
+type memberJSON struct {
+	ProjectID string `json:"projectId"`
+	Email     string `json:"email"`
+	Role      string `json:"role"`
+	CreatedAt string `json:"createdAt"`
+}
+
+func (s *Server) adminAddMember(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Email string `json:"email"`
+		Role  string `json:"role"`
+	}
+	if !s.decode(w, r, &req) {
+		return
+	}
+	s.adminCall(w, r, func(a control.Actor) (int, any, error) {
+		m, err := s.cfg.Control.AddMember(r.Context(), a, mux.Vars(r)["project"], req.Email, req.Role)
+		return http.StatusCreated, memberJSON{m.ProjectID, m.Email, m.Role, tlog.FormatTime(m.CreatedAt)}, err
+	})
+}
+
+func (s *Server) adminListMembers(w http.ResponseWriter, r *http.Request) {
+	ms, err := s.cfg.Control.ListMembers(r.Context(), mux.Vars(r)["project"])
+	if err != nil {
+		s.controlError(w, r, err)
+		return
+	}
+	out := make([]memberJSON, len(ms))
+	for i, m := range ms {
+		out[i] = memberJSON{m.ProjectID, m.Email, m.Role, tlog.FormatTime(m.CreatedAt)}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"members": out})
+}
+
+func (s *Server) adminRemoveMember(w http.ResponseWriter, r *http.Request) {
+	s.adminCall(w, r, func(a control.Actor) (int, any, error) {
+		v := mux.Vars(r)
+		err := s.cfg.Control.RemoveMember(r.Context(), a, v["project"], v["email"])
+		return http.StatusOK, map[string]string{"removed": v["email"]}, err
+	})
+}
+
+type signingKeyJSON struct {
+	ID        string  `json:"id"`
+	ProjectID string  `json:"projectId"`
+	PublicKey string  `json:"publicKey"`
+	State     string  `json:"state"`
+	CreatedAt string  `json:"createdAt"`
+	RevokedAt *string `json:"revokedAt"`
+}
+
+func signingKeyOut(k catalog.SigningKey) signingKeyJSON {
+	return signingKeyJSON{k.ID, k.ProjectID, k.PublicKey, string(k.State()), tlog.FormatTime(k.CreatedAt), timeOrNil(k.RevokedAt)}
+}
+
+func (s *Server) adminAddSigningKey(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		PublicKey string `json:"publicKey"`
+	}
+	if !s.decode(w, r, &req) {
+		return
+	}
+	s.adminCall(w, r, func(a control.Actor) (int, any, error) {
+		k, err := s.cfg.Control.AddSigningKey(r.Context(), a, mux.Vars(r)["project"], req.PublicKey)
+		return http.StatusCreated, signingKeyOut(k), err
+	})
+}
+
+func (s *Server) adminListSigningKeys(w http.ResponseWriter, r *http.Request) {
+	ks, err := s.cfg.Control.ListSigningKeys(r.Context(), mux.Vars(r)["project"])
+	if err != nil {
+		s.controlError(w, r, err)
+		return
+	}
+	out := make([]signingKeyJSON, len(ks))
+	for i, k := range ks {
+		out[i] = signingKeyOut(k)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"signingKeys": out})
+}
+
+func (s *Server) adminRevokeSigningKey(w http.ResponseWriter, r *http.Request) {
+	s.adminCall(w, r, func(a control.Actor) (int, any, error) {
+		v := mux.Vars(r)
+		k, err := s.cfg.Control.RevokeSigningKey(r.Context(), a, v["project"], v["key"])
+		return http.StatusOK, signingKeyOut(k), err
+	})
+}
+
+// streamParam maps the API's stream names to the stored ones; "" is events.
+func streamParam(v string) (catalog.Stream, error) {
+	switch v {
+	case "", "events":
+		return catalog.StreamEvents, nil
+	case "project-audit":
+		return catalog.StreamProjectAudit, nil
+	}
+	return "", fmt.Errorf("stream must be events or project-audit, not %q", v)
+}
+
+type retentionJSON struct {
+	Stream    string `json:"stream"`
+	Days      int    `json:"days"`
+	UpdatedAt string `json:"updatedAt"`
+}
+
+func retentionOut(r catalog.Retention) retentionJSON {
+	name := "events"
+	if r.Log.Stream == catalog.StreamProjectAudit {
+		name = "project-audit"
+	}
+	return retentionJSON{name, r.Days, tlog.FormatTime(r.UpdatedAt)}
+}
+
+func (s *Server) adminSetRetention(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Stream string `json:"stream"`
+		Days   *int   `json:"days"`
+	}
+	if !s.decode(w, r, &req) {
+		return
+	}
+	stream, err := streamParam(req.Stream)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if req.Days == nil {
+		writeError(w, http.StatusBadRequest, "days is required (0 keeps payloads forever)")
+		return
+	}
+	s.adminCall(w, r, func(a control.Actor) (int, any, error) {
+		ret, err := s.cfg.Control.SetRetention(r.Context(), a, mux.Vars(r)["project"], stream, *req.Days)
+		return http.StatusOK, retentionOut(ret), err
+	})
+}
+
+func (s *Server) adminListRetention(w http.ResponseWriter, r *http.Request) {
+	rs, err := s.cfg.Control.ListRetention(r.Context(), mux.Vars(r)["project"])
+	if err != nil {
+		s.controlError(w, r, err)
+		return
+	}
+	out := make([]retentionJSON, len(rs))
+	for i, x := range rs {
+		out[i] = retentionOut(x)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"retention": out})
+}
+
+type holdJSON struct {
+	ID             string   `json:"holdId"`
+	ProjectID      string   `json:"projectId"`
+	MembershipRoot string   `json:"membershipRoot"`
+	EventIDs       []string `json:"eventIds"`
+	State          string   `json:"state"`
+	CreatedAt      string   `json:"createdAt"`
+	ReleasedAt     *string  `json:"releasedAt"`
+}
+
+func holdOut(h catalog.LegalHold) holdJSON {
+	return holdJSON{h.ID, h.ProjectID, tlog.Hex(h.MembershipRoot), h.EventIDs, string(h.State()),
+		tlog.FormatTime(h.CreatedAt), timeOrNil(h.ReleasedAt)}
+}
+
+func (s *Server) adminCreateHold(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		EventIDs []string `json:"eventIds"`
+		Reason   string   `json:"reason"`
+	}
+	if !s.decode(w, r, &req) {
+		return
+	}
+	s.adminCall(w, r, func(a control.Actor) (int, any, error) {
+		h, err := s.cfg.Control.CreateHold(r.Context(), a, mux.Vars(r)["project"], req.EventIDs, req.Reason)
+		return http.StatusCreated, holdOut(h), err
+	})
+}
+
+func (s *Server) adminListHolds(w http.ResponseWriter, r *http.Request) {
+	hs, err := s.cfg.Control.ListHolds(r.Context(), mux.Vars(r)["project"])
+	if err != nil {
+		s.controlError(w, r, err)
+		return
+	}
+	out := make([]holdJSON, len(hs))
+	for i, h := range hs {
+		out[i] = holdOut(h)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"holds": out})
+}
+
+func (s *Server) adminReleaseHold(w http.ResponseWriter, r *http.Request) {
+	s.adminCall(w, r, func(a control.Actor) (int, any, error) {
+		v := mux.Vars(r)
+		h, err := s.cfg.Control.ReleaseHold(r.Context(), a, v["project"], v["hold"])
+		return http.StatusOK, holdOut(h), err
+	})
+}

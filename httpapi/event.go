@@ -1,0 +1,255 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/sealtrail/sealtrail/tlog"
+)
+
+// Limits on event input beyond the spec's (which are marked spec). Lengths count UTF-16
+// code units, as the spec's clients do.
+const (
+	maxAction      = 256 // spec
+	maxEntityType  = 128 // spec
+	maxEntityID    = 512 // spec
+	maxDisplay     = 1024
+	maxAttribution = 1024
+	maxHashField   = 512
+	maxSigningKey  = 128
+)
+
+var (
+	statuses = []string{"success", "failed", "pending", "approved", "denied"}
+	risks    = []string{"low", "medium", "high", "critical"}
+	// attribution are the optional string members of an event.
+	attribution = []string{"requestId", "sessionId", "ipAddress", "userAgent", "agentId", "model", "toolName",
+		"toolCallId", "approvalId", "policyVersion"}
+	transport = []string{"id", "nonce", "signingKeyId", "signature"}
+)
+
+// eventInput is a validated ingest body.
+type eventInput struct {
+	members map[string]json.RawMessage // payload members, canonical values
+	action  string
+	status  string // "" when absent
+	actor   entity
+	target  *entity
+
+	id, nonce, signingKeyID, signature string
+}
+
+type entity struct {
+	Type    string `json:"type"`
+	ID      string `json:"id"`
+	Display string `json:"display,omitempty"`
+}
+
+func utf16Len(s string) int { return len(utf16.Encode([]rune(s))) }
+
+// parseEvent validates an ingest body that is already in RFC 8785 form. It returns the
+// field errors, one per field, when the body does not match the schema.
+func parseEvent(canonical []byte) (*eventInput, []FieldError) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(canonical, &raw); err != nil {
+		return nil, []FieldError{{Field: "", Message: "body must be a JSON object"}}
+	}
+	in := &eventInput{members: map[string]json.RawMessage{}}
+	var errs []FieldError
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+	str := func(field string, maxLen int, required bool) (string, bool) {
+		v, ok := raw[field]
+		if !ok {
+			if required {
+				bad(field, "is required")
+			}
+			return "", false
+		}
+		var s string
+		if v[0] != '"' || json.Unmarshal(v, &s) != nil {
+			bad(field, "must be a string")
+			return "", false
+		}
+		if n := utf16Len(s); n > maxLen || (required && n == 0) {
+			if required {
+				bad(field, "must be 1 to %d characters", maxLen)
+			} else {
+				bad(field, "must be at most %d characters", maxLen)
+			}
+			return "", false
+		}
+		return s, true
+	}
+	ent := func(field string, required bool) *entity {
+		v, ok := raw[field]
+		if !ok {
+			if required {
+				bad(field, "is required")
+			}
+			return nil
+		}
+		var m map[string]json.RawMessage
+		if v[0] != '{' || json.Unmarshal(v, &m) != nil {
+			bad(field, "must be an object {type, id, display?}")
+			return nil
+		}
+		var e entity
+		okAll := true
+		for k, mv := range m {
+			var s string
+			if mv[0] != '"' || json.Unmarshal(mv, &s) != nil {
+				bad(field+"."+k, "must be a string")
+				okAll = false
+				continue
+			}
+			switch k {
+			case "type":
+				e.Type = s
+				if n := utf16Len(s); n < 1 || n > maxEntityType {
+					bad(field+".type", "must be 1 to %d characters", maxEntityType)
+					okAll = false
+				}
+			case "id":
+				e.ID = s
+				if n := utf16Len(s); n < 1 || n > maxEntityID {
+					bad(field+".id", "must be 1 to %d characters", maxEntityID)
+					okAll = false
+				}
+			case "display":
+				e.Display = s
+				if utf16Len(s) > maxDisplay {
+					bad(field+".display", "must be at most %d characters", maxDisplay)
+					okAll = false
+				}
+			default:
+				bad(field+"."+k, "is not a member of an entity (type, id, display)")
+				okAll = false
+			}
+		}
+		for _, k := range []string{"type", "id"} {
+			if _, ok := m[k]; !ok {
+				bad(field+"."+k, "is required")
+				okAll = false
+			}
+		}
+		if !okAll {
+			return nil
+		}
+		return &e
+	}
+	enum := func(field string, values []string) string {
+		s, ok := str(field, 64, false)
+		if ok && !slices.Contains(values, s) {
+			bad(field, "must be one of %v", values)
+			return ""
+		}
+		return s
+	}
+
+	for k, v := range raw {
+		switch {
+		case string(v) == "null":
+			bad(k, "must not be null; omit it instead")
+			delete(raw, k)
+		case !tlog.IsPayloadMember(k) && !slices.Contains(transport, k):
+			bad(k, "is not an event member")
+			delete(raw, k)
+		}
+	}
+	in.action, _ = str("action", maxAction, true)
+	if a := ent("actor", true); a != nil {
+		in.actor = *a
+	}
+	in.status = enum("status", statuses)
+	in.target = ent("target", false)
+	enum("risk", risks)
+	for _, f := range []string{"context", "metadata"} {
+		if v, ok := raw[f]; ok && v[0] != '{' {
+			bad(f, "must be an object")
+		}
+	}
+	for _, f := range attribution {
+		str(f, maxAttribution, false)
+	}
+	for _, f := range []string{"inputHash", "outputHash"} {
+		str(f, maxHashField, false)
+	}
+	if id, ok := str("id", tlog.MaxEventIDLen, false); ok {
+		if !tlog.ValidEventID(id) {
+			bad("id", "must be evt_ followed by 1 to %d letters, digits, '_' or '-'", tlog.MaxEventIDLen-4)
+		}
+		in.id = id
+	}
+	if n, ok := str("nonce", 64, false); ok {
+		if _, err := tlog.ParseNonce(n); err != nil {
+			bad("nonce", "must be 32 bytes of lowercase hex")
+		}
+		in.nonce = n
+	}
+	in.signingKeyID, _ = str("signingKeyId", maxSigningKey, false)
+	if sig, ok := str("signature", 128, false); ok {
+		in.signature = sig
+	}
+	for k, v := range raw {
+		if tlog.IsPayloadMember(k) {
+			in.members[k] = v
+		}
+	}
+	if len(errs) > 0 {
+		slices.SortFunc(errs, func(a, b FieldError) int {
+			if a.Field < b.Field {
+				return -1
+			}
+			if a.Field > b.Field {
+				return 1
+			}
+			return 0
+		})
+		return nil, errs
+	}
+	return in, nil
+}
+
+// payload returns the canonical payload: the payload members, in JCS order.
+func (in *eventInput) payload() []byte {
+	keys := make([]string, 0, len(in.members))
+	for k := range in.members {
+		keys = append(keys, k)
+	}
+	// Payload member names are ASCII, where UTF-16 order is byte order.
+	slices.Sort(keys)
+	out := []byte{'{'}
+	for i, k := range keys {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = fmt.Appendf(out, "%q:", k)
+		out = append(out, in.members[k]...)
+	}
+	return append(out, '}')
+}
+
+// setString sets a payload string member (server enrichment of unsigned events).
+func (in *eventInput) setString(member, value string) {
+	if !utf8.ValidString(value) {
+		value = string([]rune(value)) // replaces invalid bytes with U+FFFD
+	}
+	if utf16Len(value) > maxAttribution {
+		r := []rune(value)
+		for utf16Len(string(r)) > maxAttribution {
+			r = r[:len(r)-1]
+		}
+		value = string(r)
+	}
+	b, _ := json.Marshal(value)
+	canon, err := tlog.Canonicalize(b)
+	if err != nil {
+		return
+	}
+	in.members[member] = canon
+}

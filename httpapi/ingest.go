@@ -1,0 +1,192 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/sequencer"
+	"github.com/sealtrail/sealtrail/tlog"
+)
+
+// ingestResult is the 202 body of POST /api/v1/log.
+type ingestResult struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
+
+// readBody reads a JSON body of at most MaxBodyBytes and returns it in RFC 8785 form,
+// or writes the 400/413 and returns false.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		writeError(w, http.StatusRequestEntityTooLarge, "Request body exceeds the limit")
+		return nil, false
+	}
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "Could not read the request body")
+		return nil, false
+	}
+	canon, err := tlog.Canonicalize(body)
+	if err != nil {
+		s.metrics.errors.WithLabelValues("bad_request").Inc()
+		writeError(w, http.StatusBadRequest, "Invalid JSON: "+strings.TrimPrefix(err.Error(), "jcs: "))
+		return nil, false
+	}
+	return canon, true
+}
+
+// ingest is POST /api/v1/log.
+func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
+	key := apiKeyFrom(r)
+	canon, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	in, errs := parseEvent(canon)
+	if errs != nil {
+		s.metrics.errors.WithLabelValues("bad_request").Inc()
+		writeDetails(w, http.StatusBadRequest, "Invalid event", errs)
+		return
+	}
+	entry, status, msg := s.prepare(r, key.ProjectID, in)
+	if status != 0 {
+		s.metrics.errors.WithLabelValues("bad_request").Inc()
+		writeError(w, status, msg)
+		return
+	}
+	s.submit(w, r, catalog.LogID{ProjectID: key.ProjectID, Stream: catalog.StreamEvents}, entry)
+}
+
+// prepare applies the signing rules and builds the entry to seal. On failure it
+// returns the status and message to answer with.
+func (s *Server) prepare(r *http.Request, projectID string, in *eventInput) (sequencer.Entry, int, string) {
+	signed := in.signingKeyID != "" || in.signature != ""
+	if (in.signingKeyID == "") != (in.signature == "") {
+		return sequencer.Entry{}, http.StatusBadRequest, "signingKeyId and signature must be sent together"
+	}
+	keys, err := s.cfg.Catalog.ListSigningKeys(r.Context(), projectID)
+	if err != nil {
+		return sequencer.Entry{}, http.StatusInternalServerError, "Internal error"
+	}
+	requireSigned := false
+	for _, k := range keys {
+		if k.State() == catalog.KeyActive {
+			requireSigned = true
+		}
+	}
+	e := sequencer.Entry{Index: sequencer.Index{Action: in.action, Status: in.status,
+		ActorType: in.actor.Type, ActorID: in.actor.ID}}
+	if in.target != nil {
+		e.Index.TargetType, e.Index.TargetID = in.target.Type, in.target.ID
+	}
+	if !signed {
+		if requireSigned {
+			return e, http.StatusBadRequest, "This project requires signed events (signingKeyId and signature)"
+		}
+		if in.id != "" || in.nonce != "" {
+			return e, http.StatusBadRequest, "id and nonce are only accepted on signed events"
+		}
+		// Server enrichment, for unsigned events only: the default status and the
+		// request's attribution, where the client did not give its own.
+		if in.status == "" {
+			in.setString("status", "success")
+			e.Index.Status = "success"
+		}
+		if _, ok := in.members["ipAddress"]; !ok {
+			if ip := s.clientIP(r); ip != "" {
+				in.setString("ipAddress", ip)
+			}
+		}
+		if _, ok := in.members["userAgent"]; !ok {
+			if ua := r.UserAgent(); ua != "" {
+				in.setString("userAgent", ua)
+			}
+		}
+		e.Payload = in.payload()
+		return e, 0, ""
+	}
+	if in.id == "" || in.nonce == "" {
+		return e, http.StatusBadRequest, "A signed event must carry its id and nonce"
+	}
+	var pub []byte
+	for _, k := range keys {
+		if k.ID == in.signingKeyID && k.State() == catalog.KeyActive {
+			p, err := tlog.ParsePublicKey(k.PublicKey)
+			if err == nil {
+				pub = p
+			}
+		}
+	}
+	if pub == nil {
+		return e, http.StatusBadRequest, "Unknown or revoked signing key"
+	}
+	nonce, err := tlog.ParseNonce(in.nonce)
+	if err != nil {
+		return e, http.StatusBadRequest, "nonce must be 32 bytes of lowercase hex"
+	}
+	// The commitment is re-derived from exactly the bytes that will be persisted.
+	payload := in.payload()
+	if err := tlog.VerifyEventSignature(pub, in.id, tlog.Commitment(nonce, payload), in.signature); err != nil {
+		return e, http.StatusBadRequest, "Signature does not verify"
+	}
+	if e.Index.Status == "" {
+		e.Index.Status = "success"
+	}
+	e.ID, e.Nonce, e.Payload = in.id, &nonce, payload
+	e.SigningKeyID, e.Signature = in.signingKeyID, in.signature
+	return e, 0, ""
+}
+
+// submit seals e and answers the request.
+func (s *Server) submit(w http.ResponseWriter, r *http.Request, log catalog.LogID, e sequencer.Entry) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.SealTimeout)
+	defer cancel()
+	res, err := s.cfg.Sequencer.Submit(ctx, log, e)
+	var busy *sequencer.BusyError
+	switch {
+	case err == nil:
+		s.metrics.sealLat.Observe(time.Since(start).Seconds())
+		s.metrics.ingested.WithLabelValues(string(log.Stream)).Inc()
+		writeJSON(w, http.StatusAccepted, ingestResult{ID: res.ID, Status: "sealed"})
+	case errors.As(err, &busy):
+		s.metrics.errors.WithLabelValues("busy").Inc()
+		writeRetry(w, http.StatusServiceUnavailable, "Too many events waiting to be sealed; retry later", busy.RetryAfter)
+	case errors.Is(err, sequencer.ErrIDConflict):
+		s.metrics.errors.WithLabelValues("bad_request").Inc()
+		writeError(w, http.StatusConflict, "Event id already used with different content")
+	case errors.Is(err, sequencer.ErrNotPublished):
+		s.metrics.errors.WithLabelValues("seal").Inc()
+		writeRetry(w, http.StatusServiceUnavailable, "Event committed but not yet published; retrying a signed event returns its result", 2*time.Second)
+	case errors.Is(err, sequencer.ErrClosed):
+		writeRetry(w, http.StatusServiceUnavailable, "Service is shutting down", time.Second)
+	default:
+		s.metrics.errors.WithLabelValues("seal").Inc()
+		s.cfg.Logger.ErrorContext(r.Context(), "seal failed", "err", err, "request_id", requestID(r), "log", log.String())
+		writeError(w, http.StatusInternalServerError, "Failed to seal event; nothing was recorded")
+	}
+}
+
+// clientIP is the request's client address.
+func (s *Server) clientIP(r *http.Request) string {
+	if s.cfg.TrustProxyHeaders {
+		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
+			first, _, _ := strings.Cut(xff, ",")
+			if ip := net.ParseIP(strings.TrimSpace(first)); ip != nil {
+				return ip.String()
+			}
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return ""
+	}
+	return host
+}

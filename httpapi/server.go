@@ -1,0 +1,263 @@
+// Package httpapi serves Sealtrail over HTTP: the public /api/v1 routes (authenticated
+// with project API keys and scopes), the operator /admin/v1 routes (authenticated with
+// the operator token), health checks and Prometheus metrics.
+package httpapi
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/control"
+	"github.com/sealtrail/sealtrail/sequencer"
+)
+
+// Sequencer is what the API needs of the sequencer.
+type Sequencer interface {
+	Submit(ctx context.Context, log catalog.LogID, e sequencer.Entry) (sequencer.Result, error)
+}
+
+// Catalog is what the API reads from the catalog directly.
+type Catalog interface {
+	ListSigningKeys(ctx context.Context, projectID string) ([]catalog.SigningKey, error)
+	SigningKey(ctx context.Context, projectID, keyID string) (catalog.SigningKey, error)
+}
+
+// Config configures a Server.
+type Config struct {
+	Control   *control.Service
+	Sequencer Sequencer
+	Catalog   Catalog
+	// Key is the service signing key (tree heads, receipts).
+	Key ed25519.PublicKey
+	// OperatorToken authenticates /admin/v1; empty disables the operator API.
+	OperatorToken string
+	// Ready reports whether the service can take traffic (for /readyz).
+	Ready func(ctx context.Context) error
+	// RateLimit is the ingest limit per API key per RateWindow (defaults: the spec's
+	// 500 per 10 s). The limiter is per process.
+	RateLimit  int
+	RateWindow time.Duration
+	// MaxBodyBytes bounds a request body (default 1 MiB).
+	MaxBodyBytes int64
+	// SealTimeout bounds how long an ingest waits for its event to be sealed (default
+	// 30 s).
+	SealTimeout time.Duration
+	// TrustProxyHeaders takes the client address from X-Forwarded-For (set it only
+	// behind a proxy that overwrites that header).
+	TrustProxyHeaders bool
+	Logger            *slog.Logger
+	Registry          *prometheus.Registry
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg     Config
+	limiter *rateLimiter
+	metrics *metrics
+	router  *mux.Router
+}
+
+// New returns a Server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Control == nil || cfg.Sequencer == nil || cfg.Catalog == nil || cfg.Key == nil {
+		return nil, errors.New("httpapi: Control, Sequencer, Catalog and Key are required")
+	}
+	if cfg.RateLimit <= 0 {
+		cfg.RateLimit = 500
+	}
+	if cfg.RateWindow <= 0 {
+		cfg.RateWindow = 10 * time.Second
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.SealTimeout <= 0 {
+		cfg.SealTimeout = 30 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	s := &Server{cfg: cfg, limiter: newRateLimiter(cfg.RateLimit, cfg.RateWindow), metrics: newMetrics(cfg.Registry)}
+	s.routes()
+	return s, nil
+}
+
+// Handler returns the server's root handler.
+func (s *Server) Handler() http.Handler { return s.withRequestLog(s.router) }
+
+func (s *Server) routes() {
+	r := mux.NewRouter()
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeError(w, http.StatusNotFound, "Not found") })
+	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		writeError(w, http.StatusMethodNotAllowed, "Method not allowed")
+	})
+	r.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "ok"}) }).Methods(http.MethodGet)
+	r.HandleFunc("/readyz", s.readyz).Methods(http.MethodGet)
+	r.Handle("/metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
+
+	api := r.PathPrefix("/api/v1").Subrouter()
+	api.Handle("/log", s.apiKey(catalog.ScopeWrite, s.rateLimited(http.HandlerFunc(s.ingest)))).Methods(http.MethodPost)
+
+	if s.cfg.OperatorToken != "" {
+		s.adminRoutes(r.PathPrefix("/admin/v1").Subrouter())
+	}
+	s.router = r
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+		defer cancel()
+		if err := s.cfg.Ready(ctx); err != nil {
+			writeError(w, http.StatusServiceUnavailable, "Not ready: "+err.Error())
+			return
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+type ctxKey int
+
+const (
+	keyAPIKey ctxKey = iota
+	keyRequestID
+)
+
+// apiKeyFrom returns the authenticated key of a request that passed apiKey.
+func apiKeyFrom(r *http.Request) catalog.APIKey {
+	k, _ := r.Context().Value(keyAPIKey).(catalog.APIKey)
+	return k
+}
+
+// apiKey authenticates the bearer API key and requires scope.
+func (s *Server) apiKey(scope string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := bearer(r)
+		if !ok {
+			writeError(w, http.StatusUnauthorized, "Missing API key")
+			return
+		}
+		k, err := s.cfg.Control.Authenticate(r.Context(), token)
+		if errors.Is(err, control.ErrBadKey) {
+			writeError(w, http.StatusUnauthorized, "Invalid API key")
+			return
+		}
+		if err != nil {
+			s.internal(w, r, "authenticate", err)
+			return
+		}
+		if !k.HasScope(scope) {
+			writeError(w, http.StatusForbidden, "API key missing "+scope+" scope")
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyAPIKey, k)))
+	})
+}
+
+// operator authenticates the operator token.
+func (s *Server) operator(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := bearer(r)
+		if !ok {
+			writeError(w, http.StatusUnauthorized, "Missing operator token")
+			return
+		}
+		if subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.OperatorToken)) != 1 {
+			writeError(w, http.StatusUnauthorized, "Invalid operator token")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func bearer(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, token, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// internal logs err and answers 500 without revealing it.
+func (s *Server) internal(w http.ResponseWriter, r *http.Request, what string, err error) {
+	s.cfg.Logger.ErrorContext(r.Context(), what+" failed", "err", err, "request_id", requestID(r))
+	s.metrics.errors.WithLabelValues("internal").Inc()
+	writeError(w, http.StatusInternalServerError, "Internal error")
+}
+
+func requestID(r *http.Request) string {
+	id, _ := r.Context().Value(keyRequestID).(string)
+	return id
+}
+
+// statusRecorder remembers the status a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// withRequestLog gives each request an id (X-Request-Id, echoed back), logs it, and
+// counts it.
+func (s *Server) withRequestLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := r.Header.Get("X-Request-Id")
+		if id == "" || len(id) > 128 {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-Id", id)
+		rec := &statusRecorder{ResponseWriter: w}
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), keyRequestID, id)))
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		route := "other"
+		var rm mux.RouteMatch
+		if s.router.Match(r, &rm) && rm.Route != nil {
+			if t, err := rm.Route.GetPathTemplate(); err == nil {
+				route = t
+			}
+		}
+		s.metrics.requests.WithLabelValues(route, r.Method, statusClass(rec.status)).Inc()
+		s.cfg.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", r.URL.Path),
+			slog.Int("status", rec.status), slog.Duration("duration", time.Since(start)))
+	})
+}
+
+func statusClass(code int) string {
+	return string(rune('0'+code/100)) + "xx"
+}
