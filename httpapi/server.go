@@ -22,17 +22,26 @@ import (
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/control"
 	"github.com/sealtrail/sealtrail/sequencer"
+	"github.com/sealtrail/sealtrail/tiles"
 )
 
-// Sequencer is what the API needs of the sequencer.
+// Sequencer is what the API needs of the sequencer: sealing, and reading sealed
+// events, trees and proofs back.
 type Sequencer interface {
 	Submit(ctx context.Context, log catalog.LogID, e sequencer.Entry) (sequencer.Result, error)
+	Tree(ctx context.Context, log catalog.LogID) (tiles.Tree, error)
+	Proofs(ctx context.Context, log catalog.LogID) (*tiles.Reader, tiles.Tree, error)
+	Events(ctx context.Context, log catalog.LogID, seqs []uint64) ([]sequencer.Stored, error)
+	Rebuild(ctx context.Context, log catalog.LogID, signingKeys func(string) []ed25519.PublicKey) (sequencer.RebuildResult, error)
 }
 
 // Catalog is what the API reads from the catalog directly.
 type Catalog interface {
 	ListSigningKeys(ctx context.Context, projectID string) ([]catalog.SigningKey, error)
 	SigningKey(ctx context.Context, projectID, keyID string) (catalog.SigningKey, error)
+	EventByID(ctx context.Context, log catalog.LogID, id string) (catalog.Event, error)
+	QueryEvents(ctx context.Context, q catalog.Query) ([]catalog.Event, error)
+	ListTreeHeads(ctx context.Context, log catalog.LogID, limit int) ([]catalog.TreeHead, error)
 }
 
 // Config configures a Server.
@@ -41,7 +50,9 @@ type Config struct {
 	Sequencer Sequencer
 	Catalog   Catalog
 	// Key is the service signing key (tree heads, receipts).
-	Key ed25519.PublicKey
+	Key ed25519.PrivateKey
+	// Store serves the tlog-tiles read path (checkpoints, tiles, entry bundles).
+	Store tiles.Store
 	// OperatorToken authenticates /admin/v1; empty disables the operator API.
 	OperatorToken string
 	// Ready reports whether the service can take traffic (for /readyz).
@@ -72,8 +83,8 @@ type Server struct {
 
 // New returns a Server.
 func New(cfg Config) (*Server, error) {
-	if cfg.Control == nil || cfg.Sequencer == nil || cfg.Catalog == nil || cfg.Key == nil {
-		return nil, errors.New("httpapi: Control, Sequencer, Catalog and Key are required")
+	if cfg.Control == nil || cfg.Sequencer == nil || cfg.Catalog == nil || cfg.Key == nil || cfg.Store == nil {
+		return nil, errors.New("httpapi: Control, Sequencer, Catalog, Key and Store are required")
 	}
 	if cfg.RateLimit <= 0 {
 		cfg.RateLimit = 500
@@ -115,6 +126,16 @@ func (s *Server) routes() {
 
 	api := r.PathPrefix("/api/v1").Subrouter()
 	api.Handle("/log", s.apiKey(catalog.ScopeWrite, s.rateLimited(http.HandlerFunc(s.ingest)))).Methods(http.MethodPost)
+	api.Handle("/events", s.apiKey(catalog.ScopeRead, http.HandlerFunc(s.events))).Methods(http.MethodGet)
+	api.Handle("/export", s.apiKey(catalog.ScopeExport, http.HandlerFunc(s.export))).Methods(http.MethodGet)
+	api.Handle("/verify", s.apiKey(catalog.ScopeVerify, http.HandlerFunc(s.verify))).Methods(http.MethodGet)
+	api.Handle("/root", s.apiKey(catalog.ScopeVerify, http.HandlerFunc(s.root))).Methods(http.MethodGet)
+	api.Handle("/proof/inclusion", s.apiKey(catalog.ScopeVerify, http.HandlerFunc(s.inclusion))).Methods(http.MethodGet)
+	api.Handle("/proof/consistency", s.apiKey(catalog.ScopeVerify, http.HandlerFunc(s.consistency))).Methods(http.MethodGet)
+	api.Handle("/anchors", s.apiKey(catalog.ScopeVerify, http.HandlerFunc(s.anchors))).Methods(http.MethodGet)
+	api.Handle("/legal-holds/{holdId}/proof", s.apiKey(catalog.ScopeRead, http.HandlerFunc(s.holdProof))).Methods(http.MethodGet)
+	api.Handle("/tlog/{stream}/checkpoint", s.apiKey(catalog.ScopeVerify, http.HandlerFunc(s.tlogObject))).Methods(http.MethodGet)
+	api.Handle("/tlog/{stream}/{path:tile/.+}", s.apiKey(catalog.ScopeVerify, http.HandlerFunc(s.tlogObject))).Methods(http.MethodGet)
 
 	if s.cfg.OperatorToken != "" {
 		s.adminRoutes(r.PathPrefix("/admin/v1").Subrouter())

@@ -38,6 +38,7 @@ import (
 type db interface {
 	sequencer.Catalog
 	control.Catalog
+	httpapi.Catalog
 	keyring.Store
 	Close()
 }
@@ -118,7 +119,7 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	ctl := control.New(cat, seq, logger)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	api, err := httpapi.New(httpapi.Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key.Public().(ed25519.PublicKey),
+	api, err := httpapi.New(httpapi.Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: store,
 		OperatorToken: operatorToken, RateLimit: cfg.RateLimit, TrustProxyHeaders: cfg.TrustProxyHeaders,
 		Logger: logger, Registry: reg, Ready: func(ctx context.Context) error { return ready(ctx, cat, store) }})
 	if err != nil {
