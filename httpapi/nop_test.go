@@ -19,7 +19,9 @@ type nopSequencer struct{}
 func (nopSequencer) Submit(context.Context, catalog.LogID, sequencer.Entry) (sequencer.Result, error) {
 	return sequencer.Result{}, errNop
 }
-func (nopSequencer) Tree(context.Context, catalog.LogID) (tiles.Tree, error) { return tiles.Tree{}, errNop }
+func (nopSequencer) Tree(context.Context, catalog.LogID) (tiles.Tree, error) {
+	return tiles.Tree{}, errNop
+}
 func (nopSequencer) Proofs(context.Context, catalog.LogID) (*tiles.Reader, tiles.Tree, error) {
 	return nil, tiles.Tree{}, errNop
 }
@@ -32,14 +34,18 @@ func (nopSequencer) Rebuild(context.Context, catalog.LogID, func(string) []ed255
 
 type nopCatalog struct{}
 
-func (nopCatalog) ListSigningKeys(context.Context, string) ([]catalog.SigningKey, error) { return nil, errNop }
+func (nopCatalog) ListSigningKeys(context.Context, string) ([]catalog.SigningKey, error) {
+	return nil, errNop
+}
 func (nopCatalog) SigningKey(context.Context, string, string) (catalog.SigningKey, error) {
 	return catalog.SigningKey{}, errNop
 }
 func (nopCatalog) EventByID(context.Context, catalog.LogID, string) (catalog.Event, error) {
 	return catalog.Event{}, errNop
 }
-func (nopCatalog) QueryEvents(context.Context, catalog.Query) ([]catalog.Event, error) { return nil, errNop }
+func (nopCatalog) QueryEvents(context.Context, catalog.Query) ([]catalog.Event, error) {
+	return nil, errNop
+}
 func (nopCatalog) ListTreeHeads(context.Context, catalog.LogID, int) ([]catalog.TreeHead, error) {
 	return nil, errNop
 }
