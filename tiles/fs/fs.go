@@ -1,0 +1,227 @@
+// Package fs is the filesystem driver of tiles.Store, the default: one file per
+// object under a root directory, with the key's slashes as directories. A mirror can
+// serve the root with any static file server.
+//
+// Durability follows the POSIX recipe: data goes to a temporary file in the target
+// directory, which is fsynced, then linked (Create, which must not replace) or renamed
+// (Put) into place, and the directory is fsynced; directories created on the way are
+// fsynced into their parents. Temporary files are named ".tmp-*"; a crash can leave
+// one behind, which is harmless and never read (keys cannot start with a dot).
+package fs
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/sealtrail/sealtrail/tiles"
+)
+
+// A Store keeps objects as files under a directory.
+type Store struct {
+	root string
+}
+
+var _ tiles.Store = (*Store)(nil)
+
+// New returns a Store rooted at dir, creating it if needed.
+func New(dir string) (*Store, error) {
+	if dir == "" {
+		return nil, errors.New("fs: empty directory")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("fs: %w", err)
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("fs: create root: %w", err)
+	}
+	return &Store{root: abs}, nil
+}
+
+func (s *Store) path(key string) (string, error) {
+	if err := tiles.CheckKey(key); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.root, filepath.FromSlash(key)), nil
+}
+
+// Get implements tiles.Store.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	p, err := s.path(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) {
+			return nil, fmt.Errorf("fs: get %s: %w", key, tiles.ErrNotFound)
+		}
+		return nil, fmt.Errorf("fs: get %s: %w", key, err)
+	}
+	return data, nil
+}
+
+// Create implements tiles.Store. The file is linked into place, which fails if the
+// name exists, so the first writer wins atomically.
+func (s *Store) Create(ctx context.Context, key string, data []byte, _ tiles.Attrs) error {
+	p, err := s.path(key)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if existing, err := os.ReadFile(p); err == nil {
+		return compare(key, existing, data)
+	}
+	tmp, err := s.writeTemp(p, data)
+	if err != nil {
+		return fmt.Errorf("fs: create %s: %w", key, err)
+	}
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, p); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			existing, rerr := os.ReadFile(p)
+			if rerr != nil {
+				return fmt.Errorf("fs: create %s: read existing: %w", key, rerr)
+			}
+			return compare(key, existing, data)
+		}
+		return fmt.Errorf("fs: create %s: %w", key, err)
+	}
+	if err := os.Remove(tmp); err != nil {
+		return fmt.Errorf("fs: create %s: %w", key, err)
+	}
+	if err := syncDir(filepath.Dir(p)); err != nil {
+		return fmt.Errorf("fs: create %s: %w", key, err)
+	}
+	return nil
+}
+
+func compare(key string, existing, data []byte) error {
+	if bytes.Equal(existing, data) {
+		return nil
+	}
+	return fmt.Errorf("fs: create: %w", &tiles.ConflictError{Key: key})
+}
+
+// Put implements tiles.Store: the file is renamed over any old one.
+func (s *Store) Put(ctx context.Context, key string, data []byte, _ tiles.Attrs) error {
+	p, err := s.path(key)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tmp, err := s.writeTemp(p, data)
+	if err != nil {
+		return fmt.Errorf("fs: put %s: %w", key, err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("fs: put %s: %w", key, err)
+	}
+	if err := syncDir(filepath.Dir(p)); err != nil {
+		return fmt.Errorf("fs: put %s: %w", key, err)
+	}
+	return nil
+}
+
+// Delete implements tiles.Store.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	p, err := s.path(key)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil
+		}
+		return fmt.Errorf("fs: delete %s: %w", key, err)
+	}
+	if err := syncDir(filepath.Dir(p)); err != nil {
+		return fmt.Errorf("fs: delete %s: %w", key, err)
+	}
+	return nil
+}
+
+// writeTemp writes data to a new fsynced temporary file beside p and returns its name.
+func (s *Store) writeTemp(p string, data []byte) (string, error) {
+	dir := filepath.Dir(p)
+	if err := s.mkdirAll(dir); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// mkdirAll creates dir and its missing parents below the root, fsyncing each new
+// directory's parent so the new entry survives a crash.
+func (s *Store) mkdirAll(dir string) error {
+	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	rel, err := filepath.Rel(s.root, dir)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("directory %s outside root", dir)
+	}
+	cur := s.root
+	for part := range strings.SplitSeq(rel, string(filepath.Separator)) {
+		next := filepath.Join(cur, part)
+		err := os.Mkdir(next, 0o755)
+		switch {
+		case err == nil:
+			if err := syncDir(cur); err != nil {
+				return err
+			}
+		case errors.Is(err, fs.ErrExist):
+		default:
+			return err
+		}
+		cur = next
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}

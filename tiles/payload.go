@@ -1,0 +1,155 @@
+package tiles
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// A PayloadBundle is the private object one sealed batch writes before its commit:
+// for each event of the batch, in sequence order, its leaf data and its encrypted
+// payload. It lives at PayloadPath(First, batchID) and is never served to mirrors.
+type PayloadBundle struct {
+	First   uint64          // sequence of the first record
+	Records []PayloadRecord // one per event, in sequence order
+}
+
+// A PayloadRecord is one event of a PayloadBundle.
+type PayloadRecord struct {
+	LeafData   []byte // the leaf, at most MaxLeafSize bytes
+	Ciphertext []byte // the encrypted payload
+}
+
+// Limits of a payload bundle.
+const (
+	MaxPayloadRecords    = 1 << 20
+	MaxPayloadCiphertext = 1 << 26
+)
+
+// payloadMagic starts every payload bundle; the last byte is the format version.
+var payloadMagic = [8]byte{'S', 'T', 'P', 'A', 'Y', 'L', 'D', 1}
+
+// Encoding, all integers big-endian:
+//
+//	magic    8 bytes "STPAYLD" 0x01
+//	first    uint64
+//	count    uint32
+//	count times:
+//	  leafLen uint32, leaf data, ctLen uint32, ciphertext
+
+// MarshalBinary encodes b. It rejects an empty bundle, a record whose leaf is empty
+// or longer than MaxLeafSize, and sizes beyond the limits above.
+func (b PayloadBundle) MarshalBinary() ([]byte, error) {
+	if len(b.Records) == 0 || len(b.Records) > MaxPayloadRecords {
+		return nil, fmt.Errorf("tiles: payload bundle of %d records", len(b.Records))
+	}
+	size := len(payloadMagic) + 8 + 4
+	for i, r := range b.Records {
+		if len(r.LeafData) == 0 || len(r.LeafData) > MaxLeafSize {
+			return nil, fmt.Errorf("tiles: payload record %d: leaf of %d bytes", i, len(r.LeafData))
+		}
+		if len(r.Ciphertext) > MaxPayloadCiphertext {
+			return nil, fmt.Errorf("tiles: payload record %d: ciphertext of %d bytes", i, len(r.Ciphertext))
+		}
+		size += 8 + len(r.LeafData) + len(r.Ciphertext)
+	}
+	out := make([]byte, 0, size)
+	out = append(out, payloadMagic[:]...)
+	out = binary.BigEndian.AppendUint64(out, b.First)
+	out = binary.BigEndian.AppendUint32(out, uint32(len(b.Records)))
+	for _, r := range b.Records {
+		out = binary.BigEndian.AppendUint32(out, uint32(len(r.LeafData)))
+		out = append(out, r.LeafData...)
+		out = binary.BigEndian.AppendUint32(out, uint32(len(r.Ciphertext)))
+		out = append(out, r.Ciphertext...)
+	}
+	return out, nil
+}
+
+// UnmarshalBinary decodes data into b, strictly: a wrong magic or version, truncated
+// data, trailing bytes or a value MarshalBinary would reject is an error. The
+// records' slices alias data.
+func (b *PayloadBundle) UnmarshalBinary(data []byte) error {
+	if len(data) < len(payloadMagic)+12 || [8]byte(data[:8]) != payloadMagic {
+		return errors.New("tiles: not a payload bundle (bad magic, version or length)")
+	}
+	first := binary.BigEndian.Uint64(data[8:])
+	count := binary.BigEndian.Uint32(data[16:])
+	data = data[20:]
+	// Each record takes at least 9 bytes, which bounds count before allocating.
+	if count == 0 || count > MaxPayloadRecords || uint64(count)*9 > uint64(len(data)) {
+		return fmt.Errorf("tiles: payload bundle claims %d records in %d bytes", count, len(data))
+	}
+	recs := make([]PayloadRecord, count)
+	field := func(i uint32, what string, limit int) ([]byte, error) {
+		if len(data) < 4 {
+			return nil, fmt.Errorf("tiles: payload record %d truncated before its %s length", i, what)
+		}
+		n := binary.BigEndian.Uint32(data)
+		if uint64(n) > uint64(limit) || uint64(n) > uint64(len(data)-4) {
+			return nil, fmt.Errorf("tiles: payload record %d: %s of %d bytes (%d left, limit %d)", i, what, n, len(data)-4, limit)
+		}
+		f := data[4 : 4+n : 4+n]
+		data = data[4+n:]
+		return f, nil
+	}
+	for i := range count {
+		leaf, err := field(i, "leaf", MaxLeafSize)
+		if err != nil {
+			return err
+		}
+		if len(leaf) == 0 {
+			return fmt.Errorf("tiles: payload record %d: empty leaf", i)
+		}
+		ct, err := field(i, "ciphertext", MaxPayloadCiphertext)
+		if err != nil {
+			return err
+		}
+		recs[i] = PayloadRecord{LeafData: leaf, Ciphertext: ct}
+	}
+	if len(data) != 0 {
+		return fmt.Errorf("tiles: payload bundle has %d trailing bytes", len(data))
+	}
+	*b = PayloadBundle{First: first, Records: recs}
+	return nil
+}
+
+// WritePayloadBundle writes b, the payload bundle of batch batchID of the log under p,
+// at PayloadPath(b.First, batchID), write-once and private. Because batchID is random,
+// a batch that failed before its commit never collides with the one replacing it.
+func WritePayloadBundle(ctx context.Context, s Store, p Prefix, batchID string, b PayloadBundle) error {
+	path, err := PayloadPath(b.First, batchID)
+	if err != nil {
+		return err
+	}
+	data, err := b.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	if err := s.Create(ctx, p.Key(path), data, PrivateAttrs); err != nil {
+		return fmt.Errorf("tiles: write payload bundle %s%s: %w", p, path, err)
+	}
+	return nil
+}
+
+// ReadPayloadBundle reads and decodes the payload bundle of the batch (first,
+// batchID) of the log under p, checking that it starts at first.
+func ReadPayloadBundle(ctx context.Context, s Store, p Prefix, first uint64, batchID string) (PayloadBundle, error) {
+	path, err := PayloadPath(first, batchID)
+	if err != nil {
+		return PayloadBundle{}, err
+	}
+	data, err := s.Get(ctx, p.Key(path))
+	if err != nil {
+		return PayloadBundle{}, fmt.Errorf("tiles: read payload bundle %s%s: %w", p, path, err)
+	}
+	var b PayloadBundle
+	if err := b.UnmarshalBinary(data); err != nil {
+		return PayloadBundle{}, fmt.Errorf("tiles: payload bundle %s%s: %w", p, path, err)
+	}
+	if b.First != first {
+		return PayloadBundle{}, fmt.Errorf("tiles: payload bundle %s%s starts at %d", p, path, b.First)
+	}
+	return b, nil
+}

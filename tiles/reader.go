@@ -1,0 +1,256 @@
+package tiles
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	sttlog "github.com/sealtrail/sealtrail/tlog"
+	"golang.org/x/mod/sumdb/tlog"
+	"golang.org/x/sync/errgroup"
+)
+
+// A Tree is a tree size and its root hash.
+type Tree struct {
+	Size uint64
+	Root tlog.Hash
+}
+
+// A TileCache keeps recently read tiles, keyed by object key. A tile path always
+// names the same bytes (partial tiles too), so entries never go stale; only tiles
+// authenticated against a trusted root are added. It is safe for concurrent use and
+// is meant to be shared by every Reader of one Store (keys do not name the store).
+type TileCache struct {
+	c *lru.Cache[string, []byte]
+}
+
+// NewTileCache returns a cache of at most maxTiles tiles (a full tile is 8 KiB).
+func NewTileCache(maxTiles int) (*TileCache, error) {
+	c, err := lru.New[string, []byte](maxTiles)
+	if err != nil {
+		return nil, fmt.Errorf("tiles: tile cache: %w", err)
+	}
+	return &TileCache{c: c}, nil
+}
+
+// A Reader reads proofs, leaf hashes and entries of one log from its tiles, for
+// any tree size up to that of a tree the caller trusts (from the catalog). Every
+// tile it uses is authenticated against the trusted root, so a proof it returns is
+// correct or it returns an error wrapping ErrMismatch (storage altered) or
+// ErrNotFound (a tile missing: the tree was not materialized yet).
+//
+// A Reader is cheap; create one per request. It is safe for concurrent use.
+// An inclusion proof for a tree of a billion leaves reads at most about six tiles
+// with a cold cache, fewer warm: the right edge of the trusted tree, shared by all
+// proofs, plus one tile per level on the leaf's path.
+type Reader struct {
+	store   Store
+	prefix  Prefix
+	trusted Tree
+	cache   *TileCache
+}
+
+// NewReader returns a Reader of the log under prefix p in s, trusting tree. cache may
+// be nil.
+func NewReader(s Store, p Prefix, trusted Tree, cache *TileCache) *Reader {
+	return &Reader{store: s, prefix: p, trusted: trusted, cache: cache}
+}
+
+// InclusionProof returns the RFC 6962 inclusion proof of leaf index in the tree of
+// size size, index < size <= the trusted size.
+func (r *Reader) InclusionProof(ctx context.Context, index, size uint64) ([]tlog.Hash, error) {
+	if index >= size || size > r.trusted.Size {
+		return nil, fmt.Errorf("tiles: inclusion proof of leaf %d in tree %d (trusted size %d): out of range", index, size, r.trusted.Size)
+	}
+	var p tlog.RecordProof
+	err := r.withHashes(ctx, func(hr tlog.HashReader) (err error) {
+		p, err = tlog.ProveRecord(int64(size), int64(index), hr)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tiles: inclusion proof of leaf %d in tree %d of %s: %w", index, size, r.prefix, err)
+	}
+	return p, nil
+}
+
+// ConsistencyProof returns the RFC 6962 consistency proof from the tree of size
+// oldSize to the tree of size newSize, oldSize <= newSize <= the trusted size. It is
+// empty when oldSize is 0 or equals newSize.
+func (r *Reader) ConsistencyProof(ctx context.Context, oldSize, newSize uint64) ([]tlog.Hash, error) {
+	if oldSize > newSize || newSize > r.trusted.Size {
+		return nil, fmt.Errorf("tiles: consistency proof %d to %d (trusted size %d): out of range", oldSize, newSize, r.trusted.Size)
+	}
+	if oldSize == 0 || oldSize == newSize {
+		return []tlog.Hash{}, nil
+	}
+	var p tlog.TreeProof
+	err := r.withHashes(ctx, func(hr tlog.HashReader) (err error) {
+		p, err = tlog.ProveTree(int64(newSize), int64(oldSize), hr)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tiles: consistency proof %d to %d of %s: %w", oldSize, newSize, r.prefix, err)
+	}
+	return p, nil
+}
+
+// TreeHash returns the root of the tree of size size <= the trusted size.
+func (r *Reader) TreeHash(ctx context.Context, size uint64) (tlog.Hash, error) {
+	if size > r.trusted.Size {
+		return tlog.Hash{}, fmt.Errorf("tiles: root of tree %d (trusted size %d): out of range", size, r.trusted.Size)
+	}
+	if size == 0 {
+		return sttlog.EmptyRoot, nil
+	}
+	var h tlog.Hash
+	err := r.withHashes(ctx, func(hr tlog.HashReader) (err error) {
+		h, err = tlog.TreeHash(int64(size), hr)
+		return err
+	})
+	if err != nil {
+		return tlog.Hash{}, fmt.Errorf("tiles: root of tree %d of %s: %w", size, r.prefix, err)
+	}
+	return h, nil
+}
+
+// LeafHash returns the hash of leaf index, index < the trusted size.
+func (r *Reader) LeafHash(ctx context.Context, index uint64) (tlog.Hash, error) {
+	if index >= r.trusted.Size {
+		return tlog.Hash{}, fmt.Errorf("tiles: leaf hash %d (trusted size %d): out of range", index, r.trusted.Size)
+	}
+	hs, err := r.LeafHashes(ctx, index, index+1)
+	if err != nil {
+		return tlog.Hash{}, err
+	}
+	return hs[0], nil
+}
+
+// MaxLeafHashes bounds the leaves one LeafHashes call returns.
+const MaxLeafHashes = 1 << 16
+
+// LeafHashes returns the hashes of leaves [start, end), end <= the trusted size, at
+// most MaxLeafHashes of them.
+func (r *Reader) LeafHashes(ctx context.Context, start, end uint64) ([]tlog.Hash, error) {
+	if start > end || end > r.trusted.Size || end-start > MaxLeafHashes {
+		return nil, fmt.Errorf("tiles: leaf hashes [%d, %d) (trusted size %d): out of range", start, end, r.trusted.Size)
+	}
+	idx := make([]int64, 0, end-start)
+	for i := start; i < end; i++ {
+		idx = append(idx, tlog.StoredHashIndex(0, int64(i)))
+	}
+	var hs []tlog.Hash
+	err := r.withHashes(ctx, func(hr tlog.HashReader) (err error) {
+		hs, err = hr.ReadHashes(idx)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tiles: leaf hashes [%d, %d) of %s: %w", start, end, r.prefix, err)
+	}
+	return hs, nil
+}
+
+// EntryBundle returns the entries (leaf data) of entry bundle n of the trusted tree,
+// after checking that each hashes to its leaf hash in the tree. It has TileWidth
+// entries, or fewer for the trusted tree's last bundle.
+func (r *Reader) EntryBundle(ctx context.Context, n uint64) ([][]byte, error) {
+	t, ok := storedTile(tlog.Tile{H: TileHeight, L: EntriesLevel, N: int64(n)}, r.trusted.Size)
+	if !ok || n > 1<<55 {
+		return nil, fmt.Errorf("tiles: entry bundle %d beyond trusted size %d", n, r.trusted.Size)
+	}
+	path := TilePath(t)
+	data, err := r.store.Get(ctx, r.prefix.Key(path))
+	if err != nil {
+		return nil, fmt.Errorf("tiles: read %s%s: %w", r.prefix, path, err)
+	}
+	es, err := ParseEntryBundle(data, t.W)
+	if err != nil {
+		return nil, fmt.Errorf("tiles: %s%s: %w: %w", r.prefix, path, ErrMismatch, err)
+	}
+	hs, err := r.LeafHashes(ctx, n*TileWidth, n*TileWidth+uint64(t.W))
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range es {
+		if tlog.RecordHash(e) != hs[i] {
+			return nil, fmt.Errorf("tiles: %s%s: entry %d does not match its leaf hash: %w", r.prefix, path, i, ErrMismatch)
+		}
+	}
+	return es, nil
+}
+
+// withHashes runs f with a HashReader over the trusted tree's tiles, and marks an
+// error that did not come from the store as a mismatch.
+func (r *Reader) withHashes(ctx context.Context, f func(tlog.HashReader) error) error {
+	if r.trusted.Size > 1<<62 {
+		return fmt.Errorf("trusted tree size %d out of range", r.trusted.Size)
+	}
+	tr := &tileReader{ctx: ctx, r: r}
+	err := f(tlog.TileHashReader(tlog.Tree{N: int64(r.trusted.Size), Hash: r.trusted.Root}, tr))
+	if err != nil && !tr.storeFailed() {
+		return fmt.Errorf("%w: %w", ErrMismatch, err)
+	}
+	return err
+}
+
+// tileReader adapts a Reader to x/mod's TileReader for one call.
+type tileReader struct {
+	ctx context.Context
+	r   *Reader
+
+	mu       sync.Mutex
+	storeErr bool
+}
+
+var _ tlog.TileReader = (*tileReader)(nil)
+
+func (t *tileReader) Height() int { return TileHeight }
+
+func (t *tileReader) storeFailed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.storeErr
+}
+
+// ReadTiles reads tiles, from the cache or else in parallel from the store.
+func (t *tileReader) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
+	out := make([][]byte, len(tiles))
+	g, ctx := errgroup.WithContext(t.ctx)
+	for i, tile := range tiles {
+		key := t.r.prefix.Key(TilePath(tile))
+		if t.r.cache != nil {
+			if data, ok := t.r.cache.c.Get(key); ok {
+				out[i] = data
+				continue
+			}
+		}
+		g.Go(func() error {
+			data, err := t.r.store.Get(ctx, key)
+			if err != nil {
+				t.mu.Lock()
+				t.storeErr = true
+				t.mu.Unlock()
+				return fmt.Errorf("read %s: %w", key, err)
+			}
+			if len(data) != tile.W*tlog.HashSize {
+				return fmt.Errorf("%s has %d bytes, want %d", key, len(data), tile.W*tlog.HashSize)
+			}
+			out[i] = data
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SaveTiles is called by x/mod with tiles it authenticated; they go in the cache.
+func (t *tileReader) SaveTiles(tiles []tlog.Tile, data [][]byte) {
+	if t.r.cache == nil {
+		return
+	}
+	for i, tile := range tiles {
+		t.r.cache.c.Add(t.r.prefix.Key(TilePath(tile)), data[i])
+	}
+}
