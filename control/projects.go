@@ -83,10 +83,13 @@ func (s *Service) RemoveMember(ctx context.Context, actor Actor, projectID, emai
 	if err != nil {
 		return mapCatalog(err, "members")
 	}
-	found := slices.ContainsFunc(members, func(m catalog.Member) bool { return m.Email == email })
-	if !found {
+	// Emails match case-insensitively, as AddMember's duplicate check does; the
+	// stored spelling is what the catalog removes.
+	i := slices.IndexFunc(members, func(m catalog.Member) bool { return strings.EqualFold(m.Email, email) })
+	if i < 0 {
 		return notFound("member %s in project %s", email, projectID)
 	}
+	email = members[i].Email
 	rec := record{action: "member.removed", target: Actor{Type: "member", ID: email}}
 	return s.change(ctx, projectID, actor, rec, func() error {
 		return mapCatalog(s.cat.RemoveMember(ctx, projectID, email), "member "+email)
@@ -166,8 +169,9 @@ func (s *Service) ListSigningKeys(ctx context.Context, projectID string) ([]cata
 // MaxRetentionDays bounds a retention period (100 years).
 const MaxRetentionDays = 36500
 
-// SetRetention sets how many days a project-stream keeps payloads before their keys are
-// shredded; 0 keeps them forever.
+// SetRetention sets how many days (1 to MaxRetentionDays) a project-stream keeps
+// payloads before their keys are shredded. A stream without a policy keeps them forever;
+// the catalog cannot store 0 days, so 0 is refused here, before anything is sealed.
 func (s *Service) SetRetention(ctx context.Context, actor Actor, projectID string, stream catalog.Stream, days int) (catalog.Retention, error) {
 	if _, err := s.requireProject(ctx, projectID); err != nil {
 		return catalog.Retention{}, err
@@ -175,8 +179,8 @@ func (s *Service) SetRetention(ctx context.Context, actor Actor, projectID strin
 	if !stream.Valid() {
 		return catalog.Retention{}, invalid("stream %q is not events or project_audit", stream)
 	}
-	if days < 0 || days > MaxRetentionDays {
-		return catalog.Retention{}, invalid("retention must be 0 (forever) to %d days", MaxRetentionDays)
+	if days < 1 || days > MaxRetentionDays {
+		return catalog.Retention{}, invalid("retention must be 1 to %d days", MaxRetentionDays)
 	}
 	r := catalog.Retention{Log: catalog.LogID{ProjectID: projectID, Stream: stream}, Days: days, UpdatedAt: s.now()}
 	rec := record{action: "retention.set", target: Actor{Type: "stream", ID: string(stream)}, metadata: map[string]any{"days": days}}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -24,26 +25,52 @@ import (
 // stream with the actor named by the X-Sealtrail-Actor header (default "operator").
 
 func (s *Server) adminRoutes(r *mux.Router) {
-	h := func(path string, f http.HandlerFunc, method string) {
-		r.Handle(path, s.operator(f)).Methods(method)
+	routes := []struct {
+		path, method string
+		f            http.HandlerFunc
+	}{
+		{"/projects", http.MethodPost, s.adminCreateProject},
+		{"/projects", http.MethodGet, s.adminListProjects},
+		{"/projects/{project}", http.MethodGet, s.adminGetProject},
+		{"/projects/{project}/keys", http.MethodPost, s.adminCreateKey},
+		{"/projects/{project}/keys", http.MethodGet, s.adminListKeys},
+		{"/projects/{project}/keys/{key}/revoke", http.MethodPost, s.adminRevokeKey},
+		{"/projects/{project}/members", http.MethodPost, s.adminAddMember},
+		{"/projects/{project}/members", http.MethodGet, s.adminListMembers},
+		{"/projects/{project}/members/{email}", http.MethodDelete, s.adminRemoveMember},
+		{"/projects/{project}/signing-keys", http.MethodPost, s.adminAddSigningKey},
+		{"/projects/{project}/signing-keys", http.MethodGet, s.adminListSigningKeys},
+		{"/projects/{project}/signing-keys/{key}/revoke", http.MethodPost, s.adminRevokeSigningKey},
+		{"/projects/{project}/retention", http.MethodPut, s.adminSetRetention},
+		{"/projects/{project}/retention", http.MethodGet, s.adminListRetention},
+		{"/projects/{project}/holds", http.MethodPost, s.adminCreateHold},
+		{"/projects/{project}/holds", http.MethodGet, s.adminListHolds},
+		{"/projects/{project}/holds/{hold}/release", http.MethodPost, s.adminReleaseHold},
 	}
-	h("/projects", s.adminCreateProject, http.MethodPost)
-	h("/projects", s.adminListProjects, http.MethodGet)
-	h("/projects/{project}", s.adminGetProject, http.MethodGet)
-	h("/projects/{project}/keys", s.adminCreateKey, http.MethodPost)
-	h("/projects/{project}/keys", s.adminListKeys, http.MethodGet)
-	h("/projects/{project}/keys/{key}/revoke", s.adminRevokeKey, http.MethodPost)
-	h("/projects/{project}/members", s.adminAddMember, http.MethodPost)
-	h("/projects/{project}/members", s.adminListMembers, http.MethodGet)
-	h("/projects/{project}/members/{email}", s.adminRemoveMember, http.MethodDelete)
-	h("/projects/{project}/signing-keys", s.adminAddSigningKey, http.MethodPost)
-	h("/projects/{project}/signing-keys", s.adminListSigningKeys, http.MethodGet)
-	h("/projects/{project}/signing-keys/{key}/revoke", s.adminRevokeSigningKey, http.MethodPost)
-	h("/projects/{project}/retention", s.adminSetRetention, http.MethodPut)
-	h("/projects/{project}/retention", s.adminListRetention, http.MethodGet)
-	h("/projects/{project}/holds", s.adminCreateHold, http.MethodPost)
-	h("/projects/{project}/holds", s.adminListHolds, http.MethodGet)
-	h("/projects/{project}/holds/{hold}/release", s.adminReleaseHold, http.MethodPost)
+	var paths []string
+	allowed := map[string][]string{}
+	for _, rt := range routes {
+		r.Handle(rt.path, s.operator(rt.f)).Methods(rt.method)
+		if allowed[rt.path] == nil {
+			paths = append(paths, rt.path)
+		}
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
+	}
+	// Every other method of a known path: with gorilla/mux 1.8.1 a subrouter would answer
+	// it 404 instead of 405. These routes come last, so they match only what the routes
+	// above did not.
+	for _, p := range paths {
+		r.Handle(p, methodNotAllowed(allowed[p]))
+	}
+}
+
+// methodNotAllowed answers 405 with the allowed methods.
+func methodNotAllowed(methods []string) http.Handler {
+	allow := strings.Join(slices.Sorted(slices.Values(methods)), ", ")
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Allow", allow)
+		writeError(w, http.StatusMethodNotAllowed, "Method not allowed")
+	})
 }
 
 func actorOf(r *http.Request) (control.Actor, error) {
@@ -61,6 +88,11 @@ func actorOf(r *http.Request) (control.Actor, error) {
 // wrong types are errors.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		writeError(w, http.StatusRequestEntityTooLarge, "Request body exceeds the limit")
+		return false
+	}
 	if err != nil {
 		writeError(w, http.StatusBadRequest, "Could not read the request body")
 		return false
@@ -360,7 +392,7 @@ func (s *Server) adminSetRetention(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Days == nil {
-		writeError(w, http.StatusBadRequest, "days is required (0 keeps payloads forever)")
+		writeError(w, http.StatusBadRequest, "days is required")
 		return
 	}
 	s.adminCall(w, r, func(a control.Actor) (int, any, error) {

@@ -71,9 +71,12 @@ func admin(args []string, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	rest := gfs.Args()
-	if len(rest) == 0 || rest[0] == "help" {
-		fmt.Fprint(stderr, adminUsage)
-		return usageError{errors.New("admin: a command is required")}
+	if len(rest) > 0 && rest[0] == "help" {
+		fmt.Fprint(stdout, adminUsage)
+		return nil
+	}
+	if len(rest) == 0 {
+		return usageError{errors.New("admin: a command is required (sealtraild admin --help lists them)")}
 	}
 	if len(rest) < 2 {
 		return usageError{fmt.Errorf("admin %s: a subcommand is required", rest[0])}
@@ -243,7 +246,11 @@ var adminCommands = map[string]adminCommand{
 			if err := need(map[string]*string{"project": p, "scopes": scopes}); err != nil {
 				return "", "", nil, err
 			}
-			body := map[string]any{"scopes": strings.Split(*scopes, ","), "name": *name}
+			list := strings.Split(*scopes, ",")
+			for i := range list {
+				list[i] = strings.TrimSpace(list[i])
+			}
+			body := map[string]any{"scopes": list, "name": *name}
 			if *exp != "" {
 				if _, err := time.Parse(time.RFC3339, *exp); err != nil {
 					return "", "", nil, fmt.Errorf("--expires %q is not an RFC 3339 time", *exp)
@@ -297,13 +304,18 @@ var adminCommands = map[string]adminCommand{
 
 	"retention set": {func(fs *flag.FlagSet) func() (string, string, any, error) {
 		p, stream := fs.String("project", "", ""), fs.String("stream", "events", "")
-		days := fs.Int("days", -1, "")
+		days := fs.Int("days", 0, "")
 		return func() (string, string, any, error) {
 			if err := need(map[string]*string{"project": p}); err != nil {
 				return "", "", nil, err
 			}
-			if *days < 0 {
-				return "", "", nil, errors.New("--days is required (0 keeps payloads forever)")
+			given := false
+			fs.Visit(func(f *flag.Flag) { given = given || f.Name == "days" })
+			if !given {
+				return "", "", nil, errors.New("--days is required")
+			}
+			if *days < 1 {
+				return "", "", nil, fmt.Errorf("--days %d: retention must be at least 1 day", *days)
 			}
 			return "PUT", "/projects/" + esc(*p) + "/retention", map[string]any{"stream": *stream, "days": *days}, nil
 		}

@@ -45,13 +45,18 @@ type db interface {
 
 func serve(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	configPath := fs.String("config", "", "JSON config file (see docs/operations.md)")
 	listen := fs.String("listen", "", "listen address (overrides the config)")
 	dataDir := fs.String("data", "", "data directory (overrides the config)")
 	dev := fs.Bool("dev", false, "create a demo project and print how to use it")
 	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stdout, "usage: sealtraild serve [--config file.json] [--listen addr] [--data dir] [--dev]")
+			return nil
+		}
+		return usageError{fmt.Errorf("serve: %w", err)}
 	}
 	if fs.NArg() > 0 {
 		return usageError{fmt.Errorf("serve takes no arguments, got %q", fs.Arg(0))}
