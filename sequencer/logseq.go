@@ -213,6 +213,10 @@ func (ls *logSequencer) run() {
 		if p == nil {
 			break
 		}
+		if err := ls.stoppedErr(); err != nil {
+			ls.finish(p, err) // taken from the pool just before the stream stopped
+			continue
+		}
 		if err := ls.seal(p); err != nil {
 			ls.s.cfg.Logger.Error("batch failed", "log", ls.log.String(), "events", len(p.entries), "err", err)
 			ls.finish(p, err)

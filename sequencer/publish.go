@@ -30,26 +30,47 @@ func (ls *logSequencer) publishLoop(in <-chan *pool) {
 				break more
 			}
 		}
-		target := uint64(0)
-		for _, q := range batch {
-			target = max(target, q.size)
+		// A stopped stream publishes nothing more: a batch the seal loop committed
+		// while the fork was being found fails like the one that found it.
+		err := ls.stoppedErr()
+		if err == nil {
+			target := uint64(0)
+			for _, q := range batch {
+				target = max(target, q.size)
+			}
+			err = ls.publishUntil(target)
+			if errors.Is(err, errFatal) {
+				// Stop before waking the waiters, so that no event submitted after
+				// they learn of the fork can be sealed and acknowledged.
+				cfg.Logger.Error("stream stopped", "log", ls.log.String(), "err", err)
+				ls.stop(err)
+			}
 		}
-		err := ls.publishUntil(target)
 		for _, q := range batch {
 			ls.finish(q, err)
 		}
-		if errors.Is(err, errFatal) {
-			cfg.Logger.Error("stream stopped", "log", ls.log.String(), "err", err)
-			ls.mu.Lock()
-			ls.stopped = err
-			pending := ls.pending
-			ls.pending, ls.npending = nil, 0
-			ls.mu.Unlock()
-			for _, q := range pending {
-				q.fail(err)
-			}
-		}
 	}
+}
+
+// stoppedErr returns the fatal error that stopped the stream, or nil.
+func (ls *logSequencer) stoppedErr() error {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.stopped
+}
+
+// stop stops the stream with the fatal error err: Submit refuses new events, and
+// the pools waiting to be sealed fail.
+func (ls *logSequencer) stop(err error) {
+	ls.mu.Lock()
+	ls.stopped = err
+	pending := ls.pending
+	ls.pending, ls.npending = nil, 0
+	ls.mu.Unlock()
+	for _, q := range pending {
+		q.fail(err)
+	}
+	ls.signal()
 }
 
 // publishUntil publishes until the published size reaches target, retrying store and

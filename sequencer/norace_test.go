@@ -1,0 +1,5 @@
+//go:build !race
+
+package sequencer
+
+const raceEnabled = false
