@@ -217,7 +217,10 @@ func (ls *logSequencer) run() {
 			ls.finish(p, err) // taken from the pool just before the stream stopped
 			continue
 		}
-		if err := ls.seal(p); err != nil {
+		start := time.Now()
+		err := ls.seal(p)
+		ls.s.metrics.sealed(len(p.entries), time.Since(start), err)
+		if err != nil {
 			ls.s.cfg.Logger.Error("batch failed", "log", ls.log.String(), "events", len(p.entries), "err", err)
 			ls.finish(p, err)
 			continue

@@ -38,7 +38,14 @@ func (ls *logSequencer) publishLoop(in <-chan *pool) {
 			for _, q := range batch {
 				target = max(target, q.size)
 			}
+			start := time.Now()
 			err = ls.publishUntil(target)
+			ls.s.metrics.publishSeconds.Observe(time.Since(start).Seconds())
+			if err == nil {
+				for _, q := range batch {
+					ls.s.metrics.events.Add(float64(len(q.entries)))
+				}
+			}
 			if errors.Is(err, errFatal) {
 				// Stop before waking the waiters, so that no event submitted after
 				// they learn of the fork can be sealed and acknowledged.

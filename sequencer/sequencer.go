@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/keyring"
 	"github.com/sealtrail/sealtrail/tiles"
@@ -67,6 +69,9 @@ type Config struct {
 	// SealTimeout bounds one batch's seal, from lock to commit (default 30s).
 	SealTimeout time.Duration
 	Logger      *slog.Logger
+	// Registerer receives the sequencer's metrics (batch sizes, seal and publish
+	// latency, queue depth); nil keeps them unregistered.
+	Registerer prometheus.Registerer
 	// Now returns the current time (tests); default time.Now.
 	Now func() time.Time
 }
@@ -170,8 +175,9 @@ type Sequencer struct {
 	closed bool
 	wg     sync.WaitGroup // running logSequencer loops
 
-	cache *payloadCache
-	tiles *tiles.TileCache
+	cache   *payloadCache
+	tiles   *tiles.TileCache
+	metrics *metrics
 }
 
 // New returns a Sequencer. Call Recover before serving, and Close to drain.
@@ -183,7 +189,9 @@ func New(cfg Config) (*Sequencer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sequencer{cfg: cfg, logs: map[catalog.LogID]*logSequencer{}, cache: newPayloadCache(256), tiles: tc}, nil
+	s := &Sequencer{cfg: cfg, logs: map[catalog.LogID]*logSequencer{}, cache: newPayloadCache(256), tiles: tc}
+	s.metrics = newMetrics(s, cfg.Registerer)
+	return s, nil
 }
 
 // Submit seals e into the log and returns once it is committed and published, or

@@ -1,0 +1,72 @@
+package sequencer
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the sequencer's Prometheus collectors, registered on Config.Registerer.
+type metrics struct {
+	batchEvents    prometheus.Histogram
+	sealSeconds    prometheus.Histogram
+	publishSeconds prometheus.Histogram
+	batches        *prometheus.CounterVec
+	events         prometheus.Counter
+}
+
+func newMetrics(s *Sequencer, reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		batchEvents: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sealtrail_batch_events",
+			Help: "Events per sealed batch.", Buckets: prometheus.ExponentialBuckets(1, 4, 9)}),
+		sealSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sealtrail_batch_seal_seconds",
+			Help: "Time to seal one batch, from taking the lock to the commit.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 15)}),
+		publishSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sealtrail_publish_seconds",
+			Help: "Time to materialize tiles and publish the checkpoint, per publication.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 15)}),
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sealtrail_batches_total",
+			Help: "Batches by result: committed, or failed before the commit (nothing recorded)."}, []string{"result"}),
+		events: prometheus.NewCounter(prometheus.CounterOpts{Name: "sealtrail_events_sealed_total",
+			Help: "Events sealed (committed and published) by this process."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.batchEvents, m.sealSeconds, m.publishSeconds, m.batches, m.events,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sealtrail_queue_depth",
+				Help: "Events waiting to be sealed, over all project-streams."}, func() float64 { return float64(s.queueDepth()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sealtrail_active_streams",
+				Help: "Project-streams with a running sequencer."}, func() float64 { return float64(s.activeStreams()) }))
+	}
+	return m
+}
+
+func (m *metrics) sealed(events int, took time.Duration, err error) {
+	if err != nil {
+		m.batches.WithLabelValues("failed").Inc()
+		return
+	}
+	m.batches.WithLabelValues("committed").Inc()
+	m.batchEvents.Observe(float64(events))
+	m.sealSeconds.Observe(took.Seconds())
+}
+
+// queueDepth counts the events waiting to be sealed.
+func (s *Sequencer) queueDepth() int {
+	s.mu.Lock()
+	logs := make([]*logSequencer, 0, len(s.logs))
+	for _, ls := range s.logs {
+		logs = append(logs, ls)
+	}
+	s.mu.Unlock()
+	n := 0
+	for _, ls := range logs {
+		ls.mu.Lock()
+		n += ls.npending
+		ls.mu.Unlock()
+	}
+	return n
+}
+
+func (s *Sequencer) activeStreams() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.logs)
+}
