@@ -60,6 +60,11 @@ func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 	in := &eventInput{members: map[string]json.RawMessage{}}
 	var errs []FieldError
 	bad := func(field, format string, args ...any) {
+		// One entry per field: a member already reported (say, a null required
+		// member, which is then also missing) keeps its first message.
+		if slices.ContainsFunc(errs, func(e FieldError) bool { return e.Field == field }) {
+			return
+		}
 		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 	}
 	str := func(field string, maxLen int, required bool) (string, bool) {

@@ -57,7 +57,11 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 	}
 	entry, status, msg := s.prepare(r, key.ProjectID, in)
 	if status != 0 {
-		s.metrics.errors.WithLabelValues("bad_request").Inc()
+		label := "bad_request"
+		if status == http.StatusInternalServerError {
+			label = "internal"
+		}
+		s.metrics.errors.WithLabelValues(label).Inc()
 		writeError(w, status, msg)
 		return
 	}
@@ -73,6 +77,7 @@ func (s *Server) prepare(r *http.Request, projectID string, in *eventInput) (seq
 	}
 	keys, err := s.cfg.Catalog.ListSigningKeys(r.Context(), projectID)
 	if err != nil {
+		s.cfg.Logger.ErrorContext(r.Context(), "signing keys failed", "err", err, "request_id", requestID(r))
 		return sequencer.Entry{}, http.StatusInternalServerError, "Internal error"
 	}
 	requireSigned := false

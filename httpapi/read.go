@@ -165,16 +165,22 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 	if format == "csv" {
 		ext, ctype = "csv", "text/csv; charset=utf-8"
 	}
-	w.Header().Set("Content-Type", ctype)
-	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s-events-%s.%s"`,
-		key.ProjectID, time.Now().UTC().Format("20060102T150405Z"), ext))
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
 	var cw *csv.Writer
-	if format == "csv" {
-		cw = csv.NewWriter(w)
-		_ = cw.Write(csvColumns)
+	started := false
+	// start commits to a 200 download; it happens once the first page was read, so a
+	// failure before any data is a plain 500 rather than a cut-off download.
+	start := func() {
+		started = true
+		w.Header().Set("Content-Type", ctype)
+		w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s-events-%s.%s"`,
+			key.ProjectID, time.Now().UTC().Format("20060102T150405Z"), ext))
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		if format == "csv" {
+			cw = csv.NewWriter(w)
+			_ = cw.Write(csvColumns)
+		}
 	}
 	var written uint64
 	q.Limit = exportPage
@@ -183,19 +189,25 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 			q.Limit = int(min(uint64(exportPage), maxRows-written))
 		}
 		rows, err := s.cfg.Catalog.QueryEvents(r.Context(), q)
+		var evs []json.RawMessage
 		if err == nil && len(rows) > 0 {
-			var evs []json.RawMessage
-			if evs, err = s.stored(r, q.Log, rows); err == nil {
-				for _, e := range evs {
-					if cw != nil {
-						err = cw.Write(csvRow(e))
-					} else {
-						_, err = w.Write(append(e, '\n'))
-					}
-					if err != nil {
-						break
-					}
-				}
+			evs, err = s.stored(r, q.Log, rows)
+		}
+		if err != nil && !started {
+			s.internal(w, r, "export", err)
+			return
+		}
+		if !started {
+			start()
+		}
+		for _, e := range evs {
+			if err != nil {
+				break
+			}
+			if cw != nil {
+				err = cw.Write(csvRow(e))
+			} else {
+				_, err = w.Write(append(e, '\n'))
 			}
 		}
 		if err != nil {

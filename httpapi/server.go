@@ -129,17 +129,31 @@ func (s *Server) routes() {
 	r.Handle("/metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
 
 	api := r.PathPrefix("/api/v1").Subrouter()
-	api.Handle("/log", s.apiKey(catalog.ScopeWrite, s.rateLimited(http.HandlerFunc(s.ingest)))).Methods(http.MethodPost)
-	api.Handle("/events", s.apiKey(catalog.ScopeRead, http.HandlerFunc(s.events))).Methods(http.MethodGet)
-	api.Handle("/export", s.apiKey(catalog.ScopeExport, http.HandlerFunc(s.export))).Methods(http.MethodGet)
-	api.Handle("/verify", s.apiKey(catalog.ScopeVerify, http.HandlerFunc(s.verify))).Methods(http.MethodGet)
-	api.Handle("/root", s.apiKey(catalog.ScopeVerify, http.HandlerFunc(s.root))).Methods(http.MethodGet)
-	api.Handle("/proof/inclusion", s.apiKey(catalog.ScopeVerify, http.HandlerFunc(s.inclusion))).Methods(http.MethodGet)
-	api.Handle("/proof/consistency", s.apiKey(catalog.ScopeVerify, http.HandlerFunc(s.consistency))).Methods(http.MethodGet)
-	api.Handle("/anchors", s.apiKey(catalog.ScopeVerify, http.HandlerFunc(s.anchors))).Methods(http.MethodGet)
-	api.Handle("/legal-holds/{holdId}/proof", s.apiKey(catalog.ScopeRead, http.HandlerFunc(s.holdProof))).Methods(http.MethodGet)
-	api.Handle("/tlog/{stream}/checkpoint", s.apiKey(catalog.ScopeVerify, http.HandlerFunc(s.tlogObject))).Methods(http.MethodGet)
-	api.Handle("/tlog/{stream}/{path:tile/.+}", s.apiKey(catalog.ScopeVerify, http.HandlerFunc(s.tlogObject))).Methods(http.MethodGet)
+	apiRoutes := []struct {
+		path, method, scope string
+		h                   http.Handler
+	}{
+		{"/log", http.MethodPost, catalog.ScopeWrite, s.rateLimited(http.HandlerFunc(s.ingest))},
+		{"/events", http.MethodGet, catalog.ScopeRead, http.HandlerFunc(s.events)},
+		{"/export", http.MethodGet, catalog.ScopeExport, http.HandlerFunc(s.export)},
+		{"/verify", http.MethodGet, catalog.ScopeVerify, http.HandlerFunc(s.verify)},
+		{"/root", http.MethodGet, catalog.ScopeVerify, http.HandlerFunc(s.root)},
+		{"/proof/inclusion", http.MethodGet, catalog.ScopeVerify, http.HandlerFunc(s.inclusion)},
+		{"/proof/consistency", http.MethodGet, catalog.ScopeVerify, http.HandlerFunc(s.consistency)},
+		{"/anchors", http.MethodGet, catalog.ScopeVerify, http.HandlerFunc(s.anchors)},
+		{"/legal-holds/{holdId}/proof", http.MethodGet, catalog.ScopeRead, http.HandlerFunc(s.holdProof)},
+		{"/tlog/{stream}/checkpoint", http.MethodGet, catalog.ScopeVerify, http.HandlerFunc(s.tlogObject)},
+		{"/tlog/{stream}/{path:tile/.+}", http.MethodGet, catalog.ScopeVerify, http.HandlerFunc(s.tlogObject)},
+	}
+	for _, rt := range apiRoutes {
+		api.Handle(rt.path, s.apiKey(rt.scope, rt.h)).Methods(rt.method)
+	}
+	// Another method of a known path is 405 with Allow (a gorilla/mux 1.8.1 subrouter
+	// would answer 404); these routes come last, so they match only what the routes
+	// above did not. Each public path has one method.
+	for _, rt := range apiRoutes {
+		api.Handle(rt.path, methodNotAllowed([]string{rt.method}))
+	}
 
 	if s.cfg.OperatorToken != "" {
 		s.adminRoutes(r.PathPrefix("/admin/v1").Subrouter())

@@ -102,7 +102,11 @@ func (s *Server) root(w http.ResponseWriter, r *http.Request) {
 func (s *Server) inclusion(w http.ResponseWriter, r *http.Request) {
 	p := newParams(r)
 	eventID := p.str("eventId", tlog.MaxEventIDLen+64)
-	leafIndex, haveIndex := p.uint("leafIndex")
+	var leafIndex uint64
+	haveIndex := false
+	if eventID == "" { // leafIndex is ignored when eventId is given (spec)
+		leafIndex, haveIndex = p.uint("leafIndex")
+	}
 	treeSize, haveSize := p.uint("treeSize")
 	log, ok := s.logOf(w, r, p)
 	if !ok {
