@@ -5,6 +5,9 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
+
+	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/catalog/catalogtest"
 )
 
 // TestPragmas checks the durability settings docs/catalog.md promises, on the writer
@@ -30,6 +33,29 @@ func TestPragmas(t *testing.T) {
 			if got != want {
 				t.Errorf("%s: PRAGMA %s = %s, want %s", name, pragma, got, want)
 			}
+		}
+	}
+	// Publishing writes published_size with synchronous=NORMAL; the writer must be
+	// back at FULL for the seals after it.
+	log := catalog.LogID{ProjectID: "prj_pragma", Stream: catalog.StreamEvents}
+	catalogtest.Seal(t, db, log, "e", 3)
+	if _, err := db.Publish(ctx, log, func(context.Context, catalog.Checkpoint) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.AdvancePublished(ctx, log, 3); err != nil {
+		t.Fatal(err)
+	}
+	for pragma, want := range map[string]string{
+		"synchronous": "2", // FULL
+		"temp_store":  "2", // MEMORY
+		"cache_size":  "-65536",
+	} {
+		var got string
+		if err := db.w.QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("writer after Publish: PRAGMA %s = %s, want %s", pragma, got, want)
 		}
 	}
 	if _, err := db.r.ExecContext(ctx, `DELETE FROM projects`); err == nil {

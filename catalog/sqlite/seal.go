@@ -3,10 +3,12 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
-	"sync"
+	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
 )
@@ -70,7 +72,7 @@ func (db *DB) Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) 
 			VALUES (?, ?, ?, ?, ?, ?)`, log.ProjectID, string(log.Stream), int64(cp.Size+1), len(b.Events), b.BatchID, ms(now)); err != nil {
 			return fmt.Errorf("insert batch: %w", mapErr(err))
 		}
-		return insertEvents(ctx, tx, log, b.Events)
+		return db.insertEvents(ctx, tx, log, b.Events)
 	})
 	if err != nil {
 		return cp, fmt.Errorf("sqlite: seal %s at size %d: %w", log, cp.Size, err)
@@ -89,20 +91,48 @@ func (db *DB) createCheckpoint(ctx context.Context, log catalog.LogID) (catalog.
 }
 
 // eventCols is the number of columns insertEvents writes per row; SQLite allows 32766
-// parameters per statement.
+// parameters per statement, so a statement inserts at most insertRows rows.
 const (
 	eventCols  = 13
 	insertRows = 1000
 )
 
-var insertSQL sync.Map // rows -> statement text
+// insertSizes are the row counts of the prepared INSERT statements, largest first,
+// each dividing the one before: a batch of n rows is written as n/1000 statements of
+// 1,000 rows, then the remainder digit by digit (at most 27 more statements).
+var insertSizes = [...]int{insertRows, 100, 10, 1}
+
+// insertStmts are the event-index INSERTs prepared once on the writer connection, so a
+// seal never parses (or plans) its INSERT text again.
+type insertStmts [len(insertSizes)]*sql.Stmt
+
+func (st *insertStmts) prepare(ctx context.Context, w *sql.DB) error {
+	for i, rows := range insertSizes {
+		s, err := w.PrepareContext(ctx, insertStatement(rows))
+		if err != nil {
+			st.close()
+			return fmt.Errorf("sqlite: prepare %d-row insert: %w", rows, err)
+		}
+		st[i] = s
+	}
+	return nil
+}
+
+func (st *insertStmts) close() {
+	for i, s := range st {
+		if s != nil {
+			s.Close()
+			st[i] = nil
+		}
+	}
+}
 
 func insertStatement(rows int) string {
-	if s, ok := insertSQL.Load(rows); ok {
-		return s.(string)
-	}
 	var sb strings.Builder
-	sb.WriteString(`INSERT INTO events(project_id, stream, seq, event_id, received_ms, action, status,
+	// OR ROLLBACK: a refused row (a re-used event id) ends the whole seal transaction,
+	// which is what the seal wants anyway, so SQLite keeps no statement journal (a
+	// copy of every page the statement touches, to undo it alone).
+	sb.WriteString(`INSERT OR ROLLBACK INTO events(project_id, stream, seq, event_id, received_ms, action, status,
 		actor_type, actor_id, target_type, target_id, payload_hash, leaf_hash) VALUES `)
 	for i := 0; i < rows; i++ {
 		if i > 0 {
@@ -110,26 +140,33 @@ func insertStatement(rows int) string {
 		}
 		sb.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?)")
 	}
-	s := sb.String()
-	insertSQL.Store(rows, s)
-	return s
+	return sb.String()
 }
 
-// insertEvents writes index rows with multi-row INSERTs of up to insertRows rows.
-func insertEvents(ctx context.Context, tx *sql.Tx, log catalog.LogID, events []catalog.Event) error {
+// insertEvents writes index rows with the prepared multi-row INSERTs.
+func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, log catalog.LogID, events []catalog.Event) error {
 	args := make([]any, 0, eventCols*min(len(events), insertRows))
-	for len(events) > 0 {
-		chunk := events[:min(len(events), insertRows)]
-		events = events[len(chunk):]
-		args = args[:0]
-		for i := range chunk {
-			e := &chunk[i]
-			args = append(args, log.ProjectID, string(log.Stream), int64(e.Sequence), e.ID, ms(e.ReceivedAt),
-				e.Action, e.Status, e.ActorType, e.ActorID, e.TargetType, e.TargetID,
-				e.PayloadHash[:], e.LeafHash[:])
+	for i, rows := range insertSizes {
+		if len(events) < rows {
+			continue
 		}
-		if _, err := tx.ExecContext(ctx, insertStatement(len(chunk)), args...); err != nil {
-			return fmt.Errorf("insert %d index rows: %w", len(chunk), mapErr(err))
+		stmt := tx.StmtContext(ctx, db.ins[i])
+		for len(events) >= rows {
+			chunk := events[:rows]
+			events = events[rows:]
+			args = args[:0]
+			for j := range chunk {
+				e := &chunk[j]
+				args = append(args, log.ProjectID, string(log.Stream), int64(e.Sequence), e.ID, ms(e.ReceivedAt),
+					e.Action, e.Status, e.ActorType, e.ActorID, e.TargetType, e.TargetID,
+					e.PayloadHash[:], e.LeafHash[:])
+			}
+			if _, err := stmt.ExecContext(ctx, args...); err != nil {
+				if isConstraint(err) {
+					err = fmt.Errorf("%w (%w)", mapErr(err), errRolledBack)
+				}
+				return fmt.Errorf("insert %d index rows: %w", rows, err)
+			}
 		}
 	}
 	return nil
@@ -175,7 +212,7 @@ func (db *DB) Checkpoint(ctx context.Context, log catalog.LogID) (catalog.Checkp
 // racing publishers are harmless. size beyond the committed size is catalog.ErrConflict.
 // It returns the checkpoint after the update.
 func (db *DB) AdvancePublished(ctx context.Context, log catalog.LogID, size uint64) (catalog.Checkpoint, error) {
-	_, err := db.w.ExecContext(ctx, `UPDATE checkpoints SET published_size = ?
+	err := db.execUnsynced(ctx, `UPDATE checkpoints SET published_size = ?
 		WHERE project_id = ? AND stream = ? AND published_size < ? AND size >= ?`,
 		int64(size), log.ProjectID, string(log.Stream), int64(size), int64(size))
 	if err != nil {
@@ -215,7 +252,7 @@ func (db *DB) Publish(ctx context.Context, log catalog.LogID, fn func(ctx contex
 	if cp.PublishedSize >= cp.Size {
 		return cp, nil
 	}
-	if _, err := db.w.ExecContext(ctx, `UPDATE checkpoints SET published_size = ?
+	if err := db.execUnsynced(ctx, `UPDATE checkpoints SET published_size = ?
 		WHERE project_id = ? AND stream = ? AND published_size < ?`,
 		int64(cp.Size), log.ProjectID, string(log.Stream), int64(cp.Size)); err != nil {
 		return cp, fmt.Errorf("sqlite: publish %s to %d: %w", log, cp.Size, err)
@@ -277,4 +314,40 @@ func (db *DB) BatchesCovering(ctx context.Context, log catalog.LogID, first, las
 		return nil, fmt.Errorf("sqlite: batches of %s: %w", log, err)
 	}
 	return out, nil
+}
+
+// execUnsynced runs one autocommit statement on the writer with synchronous=NORMAL,
+// then puts the connection back to FULL. It is for published_size alone, a hint for
+// crash repair: its commit reaches the WAL (a process crash keeps it) but is not
+// fsynced itself, so a power loss can lose it, and the next fsynced commit (every seal)
+// makes it durable along with everything before it in the WAL. Losing it is harmless:
+// it only ever rises after the objects it covers are durable, Recover and Tree
+// re-publish from the lower value, and publishing is idempotent (docs/catalog.md).
+//
+// A connection that cannot be put back to FULL is discarded, never reused for a seal.
+func (db *DB) execUnsynced(ctx context.Context, query string, args ...any) error {
+	conn, err := db.w.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
+		return db.restoreFull(conn, err)
+	}
+	_, err = conn.ExecContext(ctx, query, args...)
+	return db.restoreFull(conn, err)
+}
+
+// restoreFull sets conn back to synchronous=FULL, or discards it, and returns err.
+func (db *DB) restoreFull(conn *sql.Conn, err error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, rerr := conn.ExecContext(ctx, `PRAGMA synchronous = FULL`); rerr != nil {
+		db.log.Error("sqlite: restoring synchronous=FULL; discarding the writer connection", slog.Any("err", rerr))
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		if err == nil {
+			err = fmt.Errorf("sqlite: restore synchronous=FULL: %w", rerr)
+		}
+	}
+	return err
 }

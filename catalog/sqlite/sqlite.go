@@ -1,6 +1,8 @@
 // Package sqlite is the embedded catalog driver, Sealtrail's zero-setup default: one
 // SQLite file, pure Go (modernc.org/sqlite, no cgo), WAL journal with synchronous=FULL
-// so a committed seal survives a power loss (docs/catalog.md says why not NORMAL).
+// so a committed seal survives a power loss (docs/catalog.md says why not NORMAL). Only
+// the published_size hint is written with NORMAL, whose commit the next seal's fsync
+// makes durable (docs/catalog.md, "published_size is written without its own fsync").
 //
 // Writes go through a single connection (SQLite has one writer anyway); reads use a small
 // pool, which WAL lets run beside the writer. The project-stream lock of a seal is an
@@ -19,6 +21,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -35,8 +38,9 @@ var migrations embed.FS
 
 // DB is an open SQLite catalog. Its methods may be called concurrently.
 type DB struct {
-	w        *sql.DB   // one connection: the single writer
-	r        *sql.DB   // readers
+	w        *sql.DB // one connection: the single writer
+	r        *sql.DB // readers
+	ins      insertStmts
 	locks    lockTable // seal locks
 	publocks lockTable // publish locks
 	log      *slog.Logger
@@ -76,9 +80,15 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	q.Add("_pragma", "secure_delete(1)")
 	wq := url.Values{}
 	for k, v := range q {
-		wq[k] = v
+		wq[k] = slices.Clone(v)
 	}
 	wq.Set("_txlock", "immediate")
+	// The writer's page cache holds the hot pages of every index a seal inserts into
+	// (64 MiB; the default 2 MiB made large batches read index pages back from the
+	// file), and statement journals (a multi-row INSERT can fail half-way on a unique
+	// index and must be undone alone) stay in memory rather than in a temporary file.
+	wq.Add("_pragma", "cache_size(-65536)")
+	wq.Add("_pragma", "temp_store(MEMORY)")
 	w, err := sql.Open("sqlite", "file:"+path+"?"+wq.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -91,6 +101,10 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	db.locks.m = make(map[catalog.LogID]*lockEntry)
 	db.publocks.m = make(map[catalog.LogID]*lockEntry)
 	if err := db.migrate(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := db.ins.prepare(ctx, w); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -108,6 +122,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 
 // Close closes the database. Seals in progress fail.
 func (db *DB) Close() {
+	db.ins.close()
 	if err := db.r.Close(); err != nil {
 		db.log.Warn("sqlite: closing readers", slog.Any("err", err))
 	}
@@ -160,7 +175,9 @@ func (db *DB) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
 		return fmt.Errorf("begin: %w", err)
 	}
 	if err := fn(tx); err != nil {
-		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+		// After errRolledBack SQLite has ended the transaction itself; Rollback only
+		// releases the connection and its "no transaction is active" is expected.
+		if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) && !errors.Is(err, errRolledBack) {
 			db.log.Warn("sqlite: rollback", slog.Any("err", rerr))
 		}
 		return err
@@ -169,6 +186,16 @@ func (db *DB) writeTx(ctx context.Context, fn func(*sql.Tx) error) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
+}
+
+// errRolledBack marks an error of an OR ROLLBACK statement: SQLite rolled the whole
+// transaction back.
+var errRolledBack = errors.New("transaction rolled back")
+
+// isConstraint reports whether err is a constraint violation.
+func isConstraint(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
 }
 
 // mapErr turns constraint violations into the catalog's errors.

@@ -193,22 +193,31 @@ func (s *Store) mkdirAll(dir string) error {
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return fmt.Errorf("directory %s outside root", dir)
 	}
-	cur := s.root
-	for part := range strings.SplitSeq(rel, string(filepath.Separator)) {
-		next := filepath.Join(cur, part)
-		err := os.Mkdir(next, 0o755)
-		switch {
-		case err == nil:
-			if err := syncDir(cur); err != nil {
-				return err
-			}
-		case errors.Is(err, fs.ErrExist):
-		default:
+	return s.mkdir(dir)
+}
+
+// mkdir creates dir below the root, first its missing parents (one mkdir per level
+// only when that level is missing, instead of one per level from the root), and
+// fsyncs its parent. A directory another writer just created counts as created: its
+// parent is fsynced again, since that writer may not have done so yet.
+func (s *Store) mkdir(dir string) error {
+	parent := filepath.Dir(dir)
+	err := os.Mkdir(dir, 0o755)
+	if errors.Is(err, fs.ErrNotExist) && dir != s.root && parent != dir {
+		if err := s.mkdir(parent); err != nil {
 			return err
 		}
-		cur = next
+		err = os.Mkdir(dir, 0o755)
 	}
-	return nil
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	if err != nil {
+		if fi, serr := os.Stat(dir); serr != nil || !fi.IsDir() {
+			return err
+		}
+	}
+	return syncDir(parent)
 }
 
 func syncDir(dir string) error {
