@@ -377,6 +377,10 @@ func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *poo
 	if err := cfg.Store.Create(ctx, ls.prefix.Key(path), data, tiles.PrivateAttrs); err != nil {
 		return nil, fmt.Errorf("write payload bundle: %w", err)
 	}
+	// The publish loop reads this bundle's leaves right after the commit; keep the
+	// decoded bundle so it need not read it back. Its key names only this batch (the
+	// batch id is random), so an entry for a batch that then fails is never used.
+	ls.s.cache.add(ls.prefix.Key(path), &bundle)
 	var root tlog.Hash
 	copy(root[:], rootRaw)
 	return &built{first: first, batch: &catalog.SealBatch{BatchID: batchID, Events: events, Root: root,
