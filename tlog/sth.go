@@ -58,12 +58,7 @@ func SignSTH(priv ed25519.PrivateKey, s *STH) error {
 	if err := s.validate(); err != nil {
 		return err
 	}
-	msg, err := s.SigningBytes()
-	if err != nil {
-		return err
-	}
-	s.Signature = hex.EncodeToString(ed25519.Sign(priv, msg))
-	return nil
+	return signJCS(priv, &s.Signature, s.SigningBytes)
 }
 
 // VerifySTH checks the STH's format and signature under the service key pub.
@@ -157,12 +152,7 @@ func SignReceipt(priv ed25519.PrivateKey, r *Receipt) error {
 	if err := r.validate(); err != nil {
 		return err
 	}
-	msg, err := r.SigningBytes()
-	if err != nil {
-		return err
-	}
-	r.Signature = hex.EncodeToString(ed25519.Sign(priv, msg))
-	return nil
+	return signJCS(priv, &r.Signature, r.SigningBytes)
 }
 
 // VerifyReceipt checks the receipt's format and its signature under pub. A caller that
@@ -176,6 +166,16 @@ func VerifyReceipt(pub ed25519.PublicKey, r *Receipt) error {
 		return errors.New("receipt: servicePublicKey is not the expected service key")
 	}
 	return verifyJCSSignature(pub, r.Signature, r.SigningBytes)
+}
+
+// signJCS sets *sig to the hex Ed25519 signature of the bytes body returns.
+func signJCS(priv ed25519.PrivateKey, sig *string, body func() ([]byte, error)) error {
+	msg, err := body()
+	if err != nil {
+		return err
+	}
+	*sig = hex.EncodeToString(ed25519.Sign(priv, msg))
+	return nil
 }
 
 func verifyJCSSignature(pub ed25519.PublicKey, sigHex string, body func() ([]byte, error)) error {
