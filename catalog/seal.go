@@ -70,6 +70,11 @@ type SealBatch struct {
 	// Root and Range are the tree state after appending the batch's leaves.
 	Root  Hash
 	Range []Hash
+	// Durable, if set, waits until the payload object is durable and returns its
+	// error. The driver calls it after writing the rows and before the commit, and
+	// rolls back if it fails, so the object write can overlap the row inserts while
+	// the commit still never names an object that is not durable (invariant 4).
+	Durable func() error
 }
 
 // PublishFunc is the type of the function Publish runs under the publish lock (the
@@ -78,7 +83,8 @@ type PublishFunc = func(ctx context.Context, cp Checkpoint) error
 
 // SealFunc runs while the project-stream lock is held, with the checkpoint read under
 // that lock. It assigns sequences from cp.Size+1, encrypts, builds leaves, writes the
-// payload object and returns the batch to commit. Returning an error, or a batch with
+// payload object (or starts writing it, see SealBatch.Durable) and returns the batch
+// to commit. Returning an error, or a batch with
 // no events, commits nothing and releases the lock; the error is returned by Seal.
 //
 // fn must not call Seal for the same project-stream (it would deadlock). It may read

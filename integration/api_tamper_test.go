@@ -154,6 +154,10 @@ func (st *sealedStream) execSQL(t *testing.T, query string, args ...any) {
 			t.Fatal(err)
 		}
 		defer db.Close()
+		// The embedded catalog keys an event by its project-stream's number and
+		// sequence (catalog/sqlite/logs.go).
+		query = strings.Replace(query, "project_id = ? AND stream = 'events' AND seq = ?",
+			"k = ((SELECT id FROM logs WHERE project_id = ? AND stream = 'events') << 40) | ?", 1)
 		res, err := db.ExecContext(ctx, query, args...)
 		if err != nil {
 			t.Fatalf("%s: %v", query, err)

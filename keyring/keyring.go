@@ -13,7 +13,8 @@
 //
 // The GCM key of each message is HKDF-Expand-SHA256(data key, "sealtrail/payload/v1" ||
 // salt), so the 192 random bits of salt and nonce never repeat under one key, however
-// many billions of events an epoch holds. The GCM additional data is the header
+// many billions of events an epoch holds. The sequencer encrypts a batch with one
+// Sealer, whose messages share a salt (one derived key per batch) and differ in nonce. The GCM additional data is the header
 // followed by the caller's; PayloadAD binds a payload to its project, stream, sequence
 // and event id, so ciphertexts cannot be swapped between events.
 //
@@ -130,6 +131,28 @@ const (
 // epoch has none. ad is authenticated, not encrypted; Decrypt needs the same ad. An
 // epoch whose key was destroyed refuses new payloads with ErrShredded.
 func (k *Keyring) Encrypt(ctx context.Context, log catalog.LogID, epoch string, plaintext, ad []byte) ([]byte, error) {
+	s, err := k.NewSealer(ctx, log, epoch)
+	if err != nil {
+		return nil, err
+	}
+	return s.Seal(plaintext, ad)
+}
+
+// A Sealer encrypts many payloads under one epoch's data key and one random salt, so
+// the message key is derived once (HKDF, then the AES key schedule) rather than once
+// per payload; each payload still gets a fresh random 96-bit nonce. Its ciphertexts
+// have the same format as Encrypt's (they merely share a salt) and Decrypt opens them
+// alike. Random nonces under one key are safe to about 2^32 messages (NIST SP
+// 800-38D, 8.3); a Sealer is meant for one batch, at most thousands. Its Seal may be
+// called concurrently.
+type Sealer struct {
+	hdr  []byte // version, epoch, key id and salt; the nonce follows
+	aead cipher.AEAD
+}
+
+// NewSealer returns a Sealer for the data key of (log, epoch), creating the key if the
+// epoch has none; an epoch whose key was destroyed fails with ErrShredded.
+func (k *Keyring) NewSealer(ctx context.Context, log catalog.LogID, epoch string) (*Sealer, error) {
 	if epoch == "" || len(epoch) > maxEpoch {
 		return nil, fmt.Errorf("keyring: epoch %q must be 1 to %d bytes", epoch, maxEpoch)
 	}
@@ -141,22 +164,39 @@ func (k *Keyring) Encrypt(ctx context.Context, log catalog.LogID, epoch string, 
 	if err != nil || len(idBytes) != keyIDSize {
 		return nil, fmt.Errorf("keyring: stored key id %q of %s %s is malformed", dk.keyID, log, epoch)
 	}
-	hdr := make([]byte, 0, 2+len(epoch)+keyIDSize+saltSize+nonceSize)
+	hdr := make([]byte, 0, 2+len(epoch)+keyIDSize+saltSize)
 	hdr = append(hdr, version, byte(len(epoch)))
 	hdr = append(hdr, epoch...)
 	hdr = append(hdr, idBytes...)
-	rnd := make([]byte, saltSize+nonceSize)
-	if _, err := rand.Read(rnd); err != nil {
-		return nil, fmt.Errorf("keyring: nonce: %w", err)
+	salt := make([]byte, saltSize)
+	if _, err := rand.Read(salt); err != nil {
+		return nil, fmt.Errorf("keyring: salt: %w", err)
 	}
-	hdr = append(hdr, rnd...)
-	aead, err := messageAEAD(dk.secret, rnd[:saltSize])
+	hdr = append(hdr, salt...)
+	aead, err := messageAEAD(dk.secret, salt)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, len(hdr), len(hdr)+len(plaintext)+aead.Overhead())
-	copy(out, hdr)
-	return aead.Seal(out, rnd[saltSize:], plaintext, append(hdr, ad...)), nil
+	return &Sealer{hdr: hdr, aead: aead}, nil
+}
+
+// SealerAt is NewSealer for the epoch of receive time at (see Options.Granularity).
+func (k *Keyring) SealerAt(ctx context.Context, log catalog.LogID, at time.Time) (*Sealer, error) {
+	return k.NewSealer(ctx, log, k.gran.Epoch(at))
+}
+
+// Seal encrypts plaintext with a fresh nonce; ad is authenticated, not encrypted.
+func (s *Sealer) Seal(plaintext, ad []byte) ([]byte, error) {
+	n := len(s.hdr) + nonceSize
+	out := make([]byte, n, n+len(plaintext)+s.aead.Overhead())
+	copy(out, s.hdr)
+	nonce := out[len(s.hdr):n]
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, fmt.Errorf("keyring: nonce: %w", err)
+	}
+	aad := make([]byte, 0, n+len(ad))
+	aad = append(append(aad, out...), ad...)
+	return s.aead.Seal(out, nonce, plaintext, aad), nil
 }
 
 // Seal encrypts plaintext under the data key of the epoch of receive time at (see

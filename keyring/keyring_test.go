@@ -421,3 +421,61 @@ func BenchmarkEncrypt(b *testing.B) {
 		}
 	}
 }
+
+// TestSealer checks the batch encrypter: its ciphertexts share a salt, differ in
+// nonce, open with Decrypt under their own additional data only, and a destroyed epoch
+// gets no Sealer.
+func TestSealer(t *testing.T) {
+	ctx := context.Background()
+	kr := New(newStore(t), newKEK(t), Options{})
+	s, err := kr.NewSealer(ctx, logA, "2026-11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := []byte(`{"action":"user.login"}`)
+	var cts [][]byte
+	for i := range 3 {
+		ct, err := s.Seal(msg, []byte{byte(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cts = append(cts, ct)
+	}
+	h0, err := parseHeader(cts[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ct := range cts {
+		h, err := parseHeader(ct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(h.salt, h0.salt) || (i > 0 && bytes.Equal(h.nonce, h0.nonce)) {
+			t.Fatalf("ciphertext %d: salt shared %v, nonce repeated %v", i, bytes.Equal(h.salt, h0.salt), bytes.Equal(h.nonce, h0.nonce))
+		}
+		if pt, err := kr.Decrypt(ctx, logA, ct, []byte{byte(i)}); err != nil || !bytes.Equal(pt, msg) {
+			t.Fatalf("Decrypt %d = %q, %v", i, pt, err)
+		}
+		if _, err := kr.Decrypt(ctx, logA, ct, []byte{byte(i + 1)}); !errors.Is(err, ErrDecrypt) {
+			t.Fatalf("ciphertext %d opened under another event's data: %v", i, err)
+		}
+	}
+	// The salt is fresh per Sealer.
+	s2, err := kr.NewSealer(ctx, logA, "2026-11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct2, _ := s2.Seal(msg, nil)
+	if h2, _ := parseHeader(ct2); bytes.Equal(h2.salt, h0.salt) {
+		t.Fatal("two Sealers share a salt")
+	}
+	if err := kr.Destroy(ctx, logA, "2026-11"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kr.NewSealer(ctx, logA, "2026-11"); !errors.Is(err, ErrShredded) {
+		t.Fatalf("Sealer for a destroyed epoch: %v, want ErrShredded", err)
+	}
+	if _, err := kr.NewSealer(ctx, logA, ""); err == nil {
+		t.Fatal("empty epoch accepted")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"time"
 
@@ -18,6 +19,10 @@ import (
 )
 
 var errRetired = errors.New("sequencer retired")
+
+// lingerMax bounds how long a pool waits for more events when the previous batch was
+// large (see next); a lone event after a quiet spell never waits.
+const lingerMax = 2 * time.Millisecond
 
 // pool is a batch in the making and then in flight. The seal loop owns results, errs
 // and size until it closes committed; after done is closed they are read-only.
@@ -93,7 +98,8 @@ type logSequencer struct {
 	wake     chan struct{}
 
 	// Seal loop only.
-	lastTS time.Time
+	lastTS    time.Time
+	lastBatch int // entries of the last pool taken for sealing
 	// Publish loop only.
 	writer *tiles.Writer
 }
@@ -165,14 +171,23 @@ func (ls *logSequencer) next() *pool {
 		if len(ls.pending) > 0 {
 			p := ls.pending[0]
 			age := cfg.Now().Sub(p.first)
-			if len(p.entries) >= cfg.MaxBatch || age >= cfg.MaxAge || ls.draining || len(ls.pending) > 1 {
+			maxAge := cfg.MaxAge
+			if maxAge == 0 && len(p.entries) < ls.lastBatch/2 {
+				// Under load (the last batch was large) a pool that has just begun
+				// lingers until it holds half as many or is lingerMax old: the
+				// producers the last acknowledgement released are still coming back,
+				// and sealing the first few alone costs a whole batch's writes.
+				maxAge = lingerMax
+			}
+			if len(p.entries) >= cfg.MaxBatch || age >= maxAge || ls.draining || len(ls.pending) > 1 {
 				ls.pending = ls.pending[1:]
 				ls.npending -= len(p.entries)
 				ls.inflight++
+				ls.lastBatch = len(p.entries)
 				ls.mu.Unlock()
 				return p
 			}
-			wait = cfg.MaxAge - age
+			wait = maxAge - age
 		} else if ls.draining || ls.stopped != nil {
 			ls.mu.Unlock()
 			return nil
@@ -312,44 +327,25 @@ func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *poo
 	}
 	ts := ls.timestamp()
 	first := cp.Size + 1
-	events := make([]catalog.Event, 0, len(newAt))
-	bundle := tiles.PayloadBundle{First: first, Records: make([]tiles.PayloadRecord, 0, len(newAt))}
-	for k, i := range newAt {
-		e := &p.entries[i]
-		seq := first + uint64(k)
-		id := e.ID
-		if id == "" {
-			if id, err = tlog.NewEventID(ts); err != nil {
-				return nil, err
-			}
-		}
-		var nonce tlog.Nonce
-		if e.Nonce != nil {
-			nonce = *e.Nonce
-		} else if nonce, err = tlog.NewNonce(); err != nil {
-			return nil, err
-		}
-		leaf := tlog.Leaf{ProjectID: ls.log.ProjectID, Stream: string(ls.log.Stream), Sequence: seq, ID: id,
-			Timestamp: tlog.FormatTime(ts), PayloadHash: tlog.Commitment(nonce, e.Payload),
-			SigningKeyID: e.SigningKeyID, Signature: e.Signature}
-		if err := leaf.Validate(); err != nil {
-			return nil, err
-		}
-		data := leaf.Encode()
-		lh := tlog.LeafHash(data)
-		if err := rng.Append(lh[:], nil); err != nil {
+	events := make([]catalog.Event, len(newAt))
+	bundle := tiles.PayloadBundle{First: first, Records: make([]tiles.PayloadRecord, len(newAt))}
+	// Leaves and ciphertexts are independent of one another: a large batch builds
+	// them on several cores. Only the compact range, below, takes them in order.
+	workers := min(runtime.GOMAXPROCS(0), maxBuildWorkers, 1+len(newAt)/minPerBuildWorker)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := w*len(newAt)/workers, (w+1)*len(newAt)/workers
+		wg.Go(func() { errs[w] = ls.buildEntries(ctx, p, newAt, lo, hi, first, ts, events, bundle.Records) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	for k := range events {
+		if err := rng.Append(events[k].LeafHash[:], nil); err != nil {
 			return nil, fmt.Errorf("append leaf: %w", err)
 		}
-		plain := append(append(make([]byte, 0, tlog.NonceSize+len(e.Payload)), nonce[:]...), e.Payload...)
-		ct, err := cfg.Keyring.Seal(ctx, ls.log, ts, plain, payloadAAD(ls.log, seq, id))
-		if err != nil {
-			return nil, fmt.Errorf("encrypt payload: %w", err)
-		}
-		bundle.Records = append(bundle.Records, tiles.PayloadRecord{LeafData: data, Ciphertext: ct})
-		events = append(events, catalog.Event{Sequence: seq, ID: id, ReceivedAt: ts,
-			Action: e.Index.Action, Status: e.Index.Status, ActorType: e.Index.ActorType, ActorID: e.Index.ActorID,
-			TargetType: e.Index.TargetType, TargetID: e.Index.TargetID, PayloadHash: leaf.PayloadHash, LeafHash: lh})
-		p.results[i] = Result{ID: id, Sequence: seq, LeafHash: lh}
 	}
 	// Duplicates of an id earlier in the same batch share its result.
 	for i := range p.entries {
@@ -374,8 +370,15 @@ func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *poo
 	if err != nil {
 		return nil, err
 	}
-	if err := cfg.Store.Create(ctx, ls.prefix.Key(path), data, tiles.PrivateAttrs); err != nil {
-		return nil, fmt.Errorf("write payload bundle: %w", err)
+	// The bundle is written while the catalog inserts the index rows; the catalog
+	// waits for it (Durable) before it commits.
+	written := make(chan error, 1)
+	go func() { written <- cfg.Store.Create(ctx, ls.prefix.Key(path), data, tiles.PrivateAttrs) }()
+	durable := func() error {
+		if err := <-written; err != nil {
+			return fmt.Errorf("write payload bundle: %w", err)
+		}
+		return nil
 	}
 	// The publish loop reads this bundle's leaves right after the commit; keep the
 	// decoded bundle so it need not read it back. Its key names only this batch (the
@@ -384,7 +387,68 @@ func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *poo
 	var root tlog.Hash
 	copy(root[:], rootRaw)
 	return &built{first: first, batch: &catalog.SealBatch{BatchID: batchID, Events: events, Root: root,
-		Range: toHashes(rng.Hashes())}}, nil
+		Range: toHashes(rng.Hashes()), Durable: durable}}, nil
+}
+
+// Build parallelism: at most maxBuildWorkers goroutines, each with at least
+// minPerBuildWorker entries.
+const (
+	maxBuildWorkers   = 4
+	minPerBuildWorker = 128
+)
+
+// buildEntries builds the entries newAt[lo:hi] of p as sequences first+lo...: their
+// leaves, ciphertexts (under a Sealer of its own when the keyring has them), index
+// rows and results, into events, records and p.results at the same positions.
+func (ls *logSequencer) buildEntries(ctx context.Context, p *pool, newAt []int, lo, hi int, first uint64, ts time.Time,
+	events []catalog.Event, records []tiles.PayloadRecord) error {
+	cfg := &ls.s.cfg
+	seal := func(plain, aad []byte) ([]byte, error) { return cfg.Keyring.Seal(ctx, ls.log, ts, plain, aad) }
+	if bk, ok := cfg.Keyring.(batchKeyring); ok {
+		sealer, err := bk.SealerAt(ctx, ls.log, ts)
+		if err != nil {
+			return fmt.Errorf("encrypt payloads: %w", err)
+		}
+		seal = sealer.Seal
+	}
+	stamp := tlog.FormatTime(ts)
+	for k := lo; k < hi; k++ {
+		i := newAt[k]
+		e := &p.entries[i]
+		seq := first + uint64(k)
+		id := e.ID
+		var err error
+		if id == "" {
+			if id, err = tlog.NewEventID(ts); err != nil {
+				return err
+			}
+		}
+		var nonce tlog.Nonce
+		if e.Nonce != nil {
+			nonce = *e.Nonce
+		} else if nonce, err = tlog.NewNonce(); err != nil {
+			return err
+		}
+		leaf := tlog.Leaf{ProjectID: ls.log.ProjectID, Stream: string(ls.log.Stream), Sequence: seq, ID: id,
+			Timestamp: stamp, PayloadHash: tlog.Commitment(nonce, e.Payload),
+			SigningKeyID: e.SigningKeyID, Signature: e.Signature}
+		if err := leaf.Validate(); err != nil {
+			return err
+		}
+		data := leaf.Encode()
+		lh := tlog.LeafHash(data)
+		plain := append(append(make([]byte, 0, tlog.NonceSize+len(e.Payload)), nonce[:]...), e.Payload...)
+		ct, err := seal(plain, payloadAAD(ls.log, seq, id))
+		if err != nil {
+			return fmt.Errorf("encrypt payload: %w", err)
+		}
+		records[k] = tiles.PayloadRecord{LeafData: data, Ciphertext: ct}
+		events[k] = catalog.Event{Sequence: seq, ID: id, ReceivedAt: ts,
+			Action: e.Index.Action, Status: e.Index.Status, ActorType: e.Index.ActorType, ActorID: e.Index.ActorID,
+			TargetType: e.Index.TargetType, TargetID: e.Index.TargetID, PayloadHash: leaf.PayloadHash, LeafHash: lh}
+		p.results[i] = Result{ID: id, Sequence: seq, LeafHash: lh}
+	}
+	return nil
 }
 
 // resolveIDs handles client-minted ids: an id already sealed with the same commitment

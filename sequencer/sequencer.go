@@ -41,6 +41,12 @@ type Keyring interface {
 	Open(ctx context.Context, log catalog.LogID, ciphertext, aad []byte) ([]byte, error)
 }
 
+// batchKeyring is a Keyring that can encrypt a whole batch under one derived key
+// (*keyring.Keyring is one); the sequencer uses it when it can.
+type batchKeyring interface {
+	SealerAt(ctx context.Context, log catalog.LogID, at time.Time) (*keyring.Sealer, error)
+}
+
 // ErrShredded is what a Keyring's Open wraps for a payload whose key was destroyed.
 var ErrShredded = keyring.ErrShredded
 

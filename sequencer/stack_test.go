@@ -38,7 +38,11 @@ func TestMain(m *testing.M) {
 	if cfg := os.Getenv(childEnv); cfg != "" {
 		os.Exit(childMain(cfg))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if benchRoot != "" && os.Getenv("SEALTRAIL_BENCH_DIR") == "" {
+		os.RemoveAll(benchRoot)
+	}
+	os.Exit(code)
 }
 
 // stackConfig describes one process's stack; every process of a test uses the same

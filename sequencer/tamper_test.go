@@ -265,6 +265,10 @@ func (e *tamperEnv) exec(query string, args ...any) {
 			e.t.Fatal(err)
 		}
 		defer db.Close()
+		// The embedded catalog keys an event by its project-stream's number and
+		// sequence (catalog/sqlite/logs.go).
+		query = strings.Replace(query, "project_id = ? AND stream = ? AND seq = ?",
+			"k = ((SELECT id FROM logs WHERE project_id = ? AND stream = ?) << 40) | ?", 1)
 		res, err := db.ExecContext(ctx, query, all...)
 		if err != nil {
 			e.t.Fatal(err)

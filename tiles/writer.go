@@ -168,17 +168,7 @@ func (w *Writer) Materialize(ctx context.Context, oldSize uint64, leafData [][]b
 		return fmt.Errorf("tiles: materialize %s: partial entry bundle at size %d: %w", w.prefix, oldSize, err)
 	}
 
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(writeParallelism)
-	for _, o := range objs {
-		g.Go(func() error {
-			if err := w.store.Create(gctx, w.prefix.Key(o.path), o.data, ImmutableAttrs); err != nil {
-				return fmt.Errorf("tiles: materialize %s: write %s: %w", w.prefix, o.path, err)
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	if err := w.write(ctx, objs); err != nil {
 		return err
 	}
 	w.edge, w.edgeSize = edge, newSize
@@ -190,6 +180,32 @@ func (w *Writer) Materialize(ctx context.Context, oldSize uint64, leafData [][]b
 type object struct {
 	path string
 	data []byte
+}
+
+// write creates objs in the store: all at once if it is a BatchCreator, else with up
+// to writeParallelism Creates in flight.
+func (w *Writer) write(ctx context.Context, objs []object) error {
+	if bc, ok := w.store.(BatchCreator); ok {
+		all := make([]Object, len(objs))
+		for i, o := range objs {
+			all[i] = Object{Key: w.prefix.Key(o.path), Data: o.data}
+		}
+		if err := bc.CreateAll(ctx, all, ImmutableAttrs); err != nil {
+			return fmt.Errorf("tiles: materialize %s: write %d objects: %w", w.prefix, len(objs), err)
+		}
+		return nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(writeParallelism)
+	for _, o := range objs {
+		g.Go(func() error {
+			if err := w.store.Create(gctx, w.prefix.Key(o.path), o.data, ImmutableAttrs); err != nil {
+				return fmt.Errorf("tiles: materialize %s: write %s: %w", w.prefix, o.path, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // loadEdge returns the right edge of the tree of size size: the Writer's own if it

@@ -86,6 +86,11 @@ func (db *DB) Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) 
 	if err := writeBatch(ctx, tx, log, cp.Size, next, b, now); err != nil {
 		return cp, fmt.Errorf("postgres: seal %s: %w", log, err)
 	}
+	if b.Durable != nil {
+		if err := b.Durable(); err != nil {
+			return cp, fmt.Errorf("postgres: seal %s: payload object: %w", log, err)
+		}
+	}
 	// The commit point.
 	if err := tx.Commit(ctx); err != nil {
 		return cp, fmt.Errorf("postgres: seal %s at size %d: commit: %w", log, cp.Size, mapErr(err))

@@ -38,6 +38,10 @@ func (db *DB) Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) 
 	if err != nil {
 		return catalog.Checkpoint{}, err
 	}
+	n, _, err := db.logNum(ctx, log, true)
+	if err != nil {
+		return cp, err
+	}
 	b, err := fn(ctx, cp)
 	if err != nil {
 		return cp, err
@@ -47,6 +51,9 @@ func (db *DB) Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) 
 	}
 	if err := catalog.ValidateSeal(cp, b); err != nil {
 		return cp, fmt.Errorf("sqlite: seal %s: %w", log, err)
+	}
+	if cp.Size+uint64(len(b.Events)) > maxSeq {
+		return cp, fmt.Errorf("%w: sqlite: seal %s: a project-stream holds at most %d events in the embedded catalog", catalog.ErrInvalid, log, uint64(maxSeq))
 	}
 	now := catalog.MS(db.now())
 	next := cp
@@ -72,11 +79,21 @@ func (db *DB) Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) 
 			VALUES (?, ?, ?, ?, ?, ?)`, log.ProjectID, string(log.Stream), int64(cp.Size+1), len(b.Events), b.BatchID, ms(now)); err != nil {
 			return fmt.Errorf("insert batch: %w", mapErr(err))
 		}
-		return db.insertEvents(ctx, tx, log, b.Events)
+		if err := db.insertEvents(ctx, tx, n, b.Events); err != nil {
+			return err
+		}
+		if b.Durable != nil {
+			if err := b.Durable(); err != nil {
+				return fmt.Errorf("payload object: %w", err)
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return cp, fmt.Errorf("sqlite: seal %s at size %d: %w", log, cp.Size, err)
 	}
+	db.terms.sealed(n, next.Size)
+	db.pub.overlay(&next)
 	return next, nil
 }
 
@@ -93,7 +110,7 @@ func (db *DB) createCheckpoint(ctx context.Context, log catalog.LogID) (catalog.
 // eventCols is the number of columns insertEvents writes per row; SQLite allows 32766
 // parameters per statement, so a statement inserts at most insertRows rows.
 const (
-	eventCols  = 13
+	eventCols  = 12
 	insertRows = 1000
 )
 
@@ -132,19 +149,20 @@ func insertStatement(rows int) string {
 	// OR ROLLBACK: a refused row (a re-used event id) ends the whole seal transaction,
 	// which is what the seal wants anyway, so SQLite keeps no statement journal (a
 	// copy of every page the statement touches, to undo it alone).
-	sb.WriteString(`INSERT OR ROLLBACK INTO events(project_id, stream, seq, event_id, received_ms, action, status,
+	sb.WriteString(`INSERT OR ROLLBACK INTO events(k, log, event_id, received_ms, action, status,
 		actor_type, actor_id, target_type, target_id, payload_hash, leaf_hash) VALUES `)
 	for i := 0; i < rows; i++ {
 		if i > 0 {
 			sb.WriteByte(',')
 		}
-		sb.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?,?)")
+		sb.WriteString("(?,?,?,?,?,?,?,?,?,?,?,?)")
 	}
 	return sb.String()
 }
 
-// insertEvents writes index rows with the prepared multi-row INSERTs.
-func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, log catalog.LogID, events []catalog.Event) error {
+// insertEvents writes the index rows of log number n with the prepared multi-row
+// INSERTs.
+func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, n int64, events []catalog.Event) error {
 	args := make([]any, 0, eventCols*min(len(events), insertRows))
 	for i, rows := range insertSizes {
 		if len(events) < rows {
@@ -157,7 +175,7 @@ func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, log catalog.LogID, e
 			args = args[:0]
 			for j := range chunk {
 				e := &chunk[j]
-				args = append(args, log.ProjectID, string(log.Stream), int64(e.Sequence), e.ID, ms(e.ReceivedAt),
+				args = append(args, key(n, e.Sequence), n, e.ID, ms(e.ReceivedAt),
 					e.Action, e.Status, e.ActorType, e.ActorID, e.TargetType, e.TargetID,
 					e.PayloadHash[:], e.LeafHash[:])
 			}
@@ -205,19 +223,15 @@ func (db *DB) Checkpoint(ctx context.Context, log catalog.LogID) (catalog.Checkp
 	if err != nil {
 		return cp, fmt.Errorf("sqlite: checkpoint %s: %w", log, mapErr(err))
 	}
+	db.pub.overlay(&cp)
 	return cp, nil
 }
 
 // AdvancePublished raises published_size to size if it is lower; it never lowers it, so
 // racing publishers are harmless. size beyond the committed size is catalog.ErrConflict.
-// It returns the checkpoint after the update.
+// It returns the checkpoint after the update. The new size is visible at once and
+// reaches the file shortly after (published.go).
 func (db *DB) AdvancePublished(ctx context.Context, log catalog.LogID, size uint64) (catalog.Checkpoint, error) {
-	err := db.execUnsynced(ctx, `UPDATE checkpoints SET published_size = ?
-		WHERE project_id = ? AND stream = ? AND published_size < ? AND size >= ?`,
-		int64(size), log.ProjectID, string(log.Stream), int64(size), int64(size))
-	if err != nil {
-		return catalog.Checkpoint{}, fmt.Errorf("sqlite: advance published %s to %d: %w", log, size, err)
-	}
 	cp, err := db.Checkpoint(ctx, log)
 	if err != nil {
 		return cp, err
@@ -225,13 +239,16 @@ func (db *DB) AdvancePublished(ctx context.Context, log catalog.LogID, size uint
 	if cp.Size < size {
 		return cp, fmt.Errorf("%w: publish %s to %d beyond committed size %d", catalog.ErrConflict, log, size, cp.Size)
 	}
+	db.pub.set(log, size)
+	cp.PublishedSize = max(cp.PublishedSize, size)
 	return cp, nil
 }
 
 // Publish runs fn under the publish lock of log (an in-process lock, apart from the
 // seal lock, so publishing never waits for a seal), with the checkpoint read under
 // that lock. If fn returns nil, published_size becomes cp.Size before the lock is
-// released; if it fails, nothing changes and its error is returned. It returns the
+// released (in memory, where every read sees it, and in the file shortly after:
+// published.go); if it fails, nothing changes and its error is returned. It returns the
 // checkpoint as left after, and catalog.ErrNotFound for a project-stream never sealed.
 func (db *DB) Publish(ctx context.Context, log catalog.LogID, fn func(ctx context.Context, cp catalog.Checkpoint) error) (catalog.Checkpoint, error) {
 	if err := log.Validate(); err != nil {
@@ -252,11 +269,7 @@ func (db *DB) Publish(ctx context.Context, log catalog.LogID, fn func(ctx contex
 	if cp.PublishedSize >= cp.Size {
 		return cp, nil
 	}
-	if err := db.execUnsynced(ctx, `UPDATE checkpoints SET published_size = ?
-		WHERE project_id = ? AND stream = ? AND published_size < ?`,
-		int64(cp.Size), log.ProjectID, string(log.Stream), int64(cp.Size)); err != nil {
-		return cp, fmt.Errorf("sqlite: publish %s to %d: %w", log, cp.Size, err)
-	}
+	db.pub.set(log, cp.Size)
 	cp.PublishedSize = cp.Size
 	return cp, nil
 }
@@ -276,7 +289,9 @@ func (db *DB) ListUnpublished(ctx context.Context) ([]catalog.Checkpoint, error)
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: list unpublished: %w", err)
 		}
-		out = append(out, cp)
+		if db.pub.overlay(&cp); cp.PublishedSize < cp.Size {
+			out = append(out, cp)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("sqlite: list unpublished: %w", err)

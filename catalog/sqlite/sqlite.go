@@ -1,11 +1,14 @@
 // Package sqlite is the embedded catalog driver, Sealtrail's zero-setup default: one
 // SQLite file, pure Go (modernc.org/sqlite, no cgo), WAL journal with synchronous=FULL
 // so a committed seal survives a power loss (docs/catalog.md says why not NORMAL). Only
-// the published_size hint is written with NORMAL, whose commit the next seal's fsync
-// makes durable (docs/catalog.md, "published_size is written without its own fsync").
+// the published_size hint is written with NORMAL, behind the publications
+// (published.go), whose commit the next seal's fsync makes durable.
 //
 // Writes go through a single connection (SQLite has one writer anyway); reads use a small
-// pool, which WAL lets run beside the writer. The project-stream lock of a seal is an
+// pool, which WAL lets run beside the writer. WAL checkpoints run on a connection of
+// their own (walcheckpoint.go). Events are keyed by a small per-project-stream number
+// and their sequence (logs.go); the actor and target indexes live in a second file
+// filled in the background (terms.go). The project-stream lock of a seal is an
 // in-process lock per project-stream; the commit re-checks the checkpoint size in its
 // UPDATE, so even a second process on the same file could not commit a fork, only fail
 // with catalog.ErrConflict. Publishing has its own in-process lock per project-stream.
@@ -43,6 +46,10 @@ type DB struct {
 	ins      insertStmts
 	locks    lockTable // seal locks
 	publocks lockTable // publish locks
+	nums     logNums
+	terms    *termIndex
+	pub      published
+	walc     *walCheckpointer
 	log      *slog.Logger
 	now      func() time.Time
 }
@@ -89,6 +96,8 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	// index and must be undone alone) stay in memory rather than in a temporary file.
 	wq.Add("_pragma", "cache_size(-65536)")
 	wq.Add("_pragma", "temp_store(MEMORY)")
+	// Checkpoints run on their own connection (walcheckpoint.go), not in a seal.
+	wq.Add("_pragma", "wal_autocheckpoint(0)")
 	w, err := sql.Open("sqlite", "file:"+path+"?"+wq.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -108,20 +117,47 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		w.Close()
 		return nil, err
 	}
-	q.Add("_pragma", "query_only(1)")
-	r, err := sql.Open("sqlite", "file:"+path+"?"+q.Encode())
-	if err != nil {
+	var id string
+	if err := w.QueryRowContext(ctx, `SELECT value FROM meta WHERE name = 'catalog_id'`).Scan(&id); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("sqlite: open readers %s: %w", path, err)
+		return nil, fmt.Errorf("sqlite: catalog id: %w", err)
 	}
+	termsPath := path + "-terms"
+	if db.terms, err = openTerms(ctx, termsPath, path, id, opts.Logger); err != nil {
+		w.Close()
+		return nil, err
+	}
+	base := url.Values{}
+	for k, v := range q {
+		base[k] = slices.Clone(v)
+	}
+	q.Add("_pragma", "query_only(1)")
+	r := sql.OpenDB(&attachConnector{dsn: "file:" + path + "?" + q.Encode(), name: "terms", path: termsPath})
 	r.SetMaxOpenConns(opts.Readers)
 	r.SetMaxIdleConns(opts.Readers)
 	db.r = r
+	c, err := sql.Open("sqlite", "file:"+path+"?"+base.Encode())
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("sqlite: open checkpointer %s: %w", path, err)
+	}
+	c.SetMaxOpenConns(1)
+	db.walc = startWALCheckpointer(c, opts.Logger)
+	db.pub.start(db)
 	return db, nil
 }
 
 // Close closes the database. Seals in progress fail.
 func (db *DB) Close() {
+	if db.walc != nil {
+		if err := db.walc.stop(); err != nil {
+			db.log.Warn("sqlite: closing the checkpointer", slog.Any("err", err))
+		}
+	}
+	db.pub.stop()
+	if err := db.terms.close(); err != nil {
+		db.log.Warn("sqlite: closing the term index", slog.Any("err", err))
+	}
 	db.ins.close()
 	if err := db.r.Close(); err != nil {
 		db.log.Warn("sqlite: closing readers", slog.Any("err", err))

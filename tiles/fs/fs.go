@@ -3,8 +3,9 @@
 // serve the root with any static file server.
 //
 // Durability follows the POSIX recipe: data goes to a temporary file in the target
-// directory, which is fsynced, then linked (Create, which must not replace) or renamed
-// (Put) into place, and the directory is fsynced; directories created on the way are
+// directory, which is fsynced, then moved into place without replacing (Create:
+// renameat2 RENAME_NOREPLACE on Linux, else a hard link and an unlink) or renamed over
+// the old file (Put), and the directory is fsynced; directories created on the way are
 // fsynced into their parents. Temporary files are named ".tmp-*"; a crash can leave
 // one behind, which is harmless and never read (keys cannot start with a dot).
 package fs
@@ -84,12 +85,12 @@ func (s *Store) Create(ctx context.Context, key string, data []byte, _ tiles.Att
 	if existing, err := os.ReadFile(p); err == nil {
 		return compare(key, existing, data)
 	}
-	tmp, err := s.writeTemp(p, data)
+	tmp, err := s.writeTempFor(p, data)
 	if err != nil {
 		return fmt.Errorf("fs: create %s: %w", key, err)
 	}
 	defer os.Remove(tmp)
-	if err := os.Link(tmp, p); err != nil {
+	if err := moveNoReplace(tmp, p); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			existing, rerr := os.ReadFile(p)
 			if rerr != nil {
@@ -99,13 +100,20 @@ func (s *Store) Create(ctx context.Context, key string, data []byte, _ tiles.Att
 		}
 		return fmt.Errorf("fs: create %s: %w", key, err)
 	}
-	if err := os.Remove(tmp); err != nil {
-		return fmt.Errorf("fs: create %s: %w", key, err)
-	}
 	if err := syncDir(filepath.Dir(p)); err != nil {
 		return fmt.Errorf("fs: create %s: %w", key, err)
 	}
 	return nil
+}
+
+// linkOnce gives the file tmp the name p unless p exists (an error wrapping
+// fs.ErrExist), by a hard link and the removal of tmp. moveNoReplace uses it where the
+// platform or filesystem cannot rename without replacing.
+func linkOnce(tmp, p string) error {
+	if err := os.Link(tmp, p); err != nil {
+		return err
+	}
+	return os.Remove(tmp)
 }
 
 func compare(key string, existing, data []byte) error {
@@ -124,7 +132,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, _ tiles.Attrs)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tmp, err := s.writeTemp(p, data)
+	tmp, err := s.writeTempFor(p, data)
 	if err != nil {
 		return fmt.Errorf("fs: put %s: %w", key, err)
 	}
@@ -159,18 +167,25 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// writeTemp writes data to a new fsynced temporary file beside p and returns its name.
-func (s *Store) writeTemp(p string, data []byte) (string, error) {
+// writeTempFor writes data to a new fsynced temporary file beside p, creating p's
+// directory durably if needed, and returns its name.
+func (s *Store) writeTempFor(p string, data []byte) (string, error) {
 	dir := filepath.Dir(p)
-	if err := s.mkdirAll(dir); err != nil {
+	if err := s.mkdirAll(dir, true); err != nil {
 		return "", err
 	}
+	return writeTemp(dir, data, true)
+}
+
+// writeTemp writes data to a new temporary file in dir, fsynced if sync is set, and
+// returns its name.
+func writeTemp(dir string, data []byte, sync bool) (string, error) {
 	f, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
 		return "", err
 	}
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && sync {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -183,9 +198,10 @@ func (s *Store) writeTemp(p string, data []byte) (string, error) {
 	return f.Name(), nil
 }
 
-// mkdirAll creates dir and its missing parents below the root, fsyncing each new
-// directory's parent so the new entry survives a crash.
-func (s *Store) mkdirAll(dir string) error {
+// mkdirAll creates dir and its missing parents below the root; with sync, it fsyncs
+// each new directory's parent so the new entry survives a crash (without, the caller
+// syncs the filesystem later).
+func (s *Store) mkdirAll(dir string, sync bool) error {
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 		return nil
 	}
@@ -193,18 +209,18 @@ func (s *Store) mkdirAll(dir string) error {
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 		return fmt.Errorf("directory %s outside root", dir)
 	}
-	return s.mkdir(dir)
+	return s.mkdir(dir, sync)
 }
 
 // mkdir creates dir below the root, first its missing parents (one mkdir per level
 // only when that level is missing, instead of one per level from the root), and
 // fsyncs its parent. A directory another writer just created counts as created: its
 // parent is fsynced again, since that writer may not have done so yet.
-func (s *Store) mkdir(dir string) error {
+func (s *Store) mkdir(dir string, sync bool) error {
 	parent := filepath.Dir(dir)
 	err := os.Mkdir(dir, 0o755)
 	if errors.Is(err, fs.ErrNotExist) && dir != s.root && parent != dir {
-		if err := s.mkdir(parent); err != nil {
+		if err := s.mkdir(parent, sync); err != nil {
 			return err
 		}
 		err = os.Mkdir(dir, 0o755)
@@ -216,6 +232,9 @@ func (s *Store) mkdir(dir string) error {
 		if fi, serr := os.Stat(dir); serr != nil || !fi.IsDir() {
 			return err
 		}
+	}
+	if !sync {
+		return nil
 	}
 	return syncDir(parent)
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -55,6 +56,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tiles.Store, opts Options) {
 		{"ConcurrentCreateDifferent", testConcurrentDifferent},
 		{"ConcurrentPut", testConcurrentPut},
 		{"CanceledContext", testCanceled},
+		{"CreateAll", testCreateAll},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -402,5 +404,66 @@ func testCanceled(t *testing.T, s tiles.Store, _ Options) {
 	}
 	if err := s.Create(c, "p/events/tile/0/000", []byte("x"), tiles.ImmutableAttrs); err == nil {
 		t.Error("Create with a canceled context succeeded")
+	}
+}
+
+// testCreateAll checks a BatchCreator's CreateAll against Create's contract: new
+// objects appear, identical ones are accepted, a different one is a *ConflictError,
+// and a batch with an invalid key writes nothing. Stores without it skip.
+func testCreateAll(t *testing.T, s tiles.Store, o Options) {
+	bc, ok := s.(tiles.BatchCreator)
+	if !ok {
+		t.Skip("the store has no CreateAll")
+	}
+	objs := []tiles.Object{
+		{Key: "p/events/tile/0/000.p/7", Data: random(t, 7*32)},
+		{Key: "p/events/tile/1/000.p/1", Data: random(t, 32)},
+		{Key: "p/events/tile/entries/000.p/7", Data: random(t, 700)},
+		{Key: "p/events/tile/0/x001/234", Data: random(t, 8192)},
+		{Key: "p/events/empty", Data: []byte{}},
+	}
+	if err := bc.CreateAll(ctx(t), objs, tiles.ImmutableAttrs); err != nil {
+		t.Fatal(err)
+	}
+	for _, ob := range objs {
+		mustGet(t, s, ob.Key, ob.Data)
+	}
+	// Again, plus one new object: the old ones are identical, the new one appears.
+	more := append(slices.Clone(objs), tiles.Object{Key: "p/events/tile/0/000.p/9", Data: random(t, 9*32)})
+	if err := bc.CreateAll(ctx(t), more, tiles.ImmutableAttrs); err != nil {
+		t.Fatalf("CreateAll of identical objects and a new one: %v", err)
+	}
+	mustGet(t, s, more[len(more)-1].Key, more[len(more)-1].Data)
+	// One object with other bytes: a conflict naming its key, the object unchanged.
+	changed := slices.Clone(objs)
+	changed[2] = tiles.Object{Key: objs[2].Key, Data: random(t, 700)}
+	err := bc.CreateAll(ctx(t), changed, tiles.ImmutableAttrs)
+	var ce *tiles.ConflictError
+	if !errors.Is(err, tiles.ErrConflict) || !errors.As(err, &ce) || ce.Key != objs[2].Key {
+		t.Fatalf("CreateAll with a changed object = %v, want a *ConflictError for %s", err, objs[2].Key)
+	}
+	mustGet(t, s, objs[2].Key, objs[2].Data)
+	// An invalid key anywhere in the batch: an error, and nothing written.
+	bad := []tiles.Object{{Key: "p/events/tile/0/001.p/1", Data: random(t, 32)}, {Key: "p/../escape", Data: []byte("x")}}
+	if err := bc.CreateAll(ctx(t), bad, tiles.ImmutableAttrs); err == nil {
+		t.Fatal("CreateAll with an invalid key succeeded")
+	}
+	mustNotFound(t, s, bad[0].Key)
+	// Concurrent batches of the same objects all succeed.
+	var wg sync.WaitGroup
+	errs := make(chan error, o.Concurrency)
+	same := []tiles.Object{{Key: "p/events/tile/0/002.p/3", Data: random(t, 96)}, {Key: "p/events/tile/1/000.p/2", Data: random(t, 64)}}
+	for range o.Concurrency {
+		wg.Go(func() { errs <- bc.CreateAll(ctx(t), same, tiles.ImmutableAttrs) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent CreateAll of the same objects: %v", err)
+		}
+	}
+	for _, ob := range same {
+		mustGet(t, s, ob.Key, ob.Data)
 	}
 }

@@ -1,0 +1,118 @@
+package sqlite
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sealtrail/sealtrail/catalog"
+)
+
+// pubFlushInterval is the least time between two writes of published sizes.
+const pubFlushInterval = 100 * time.Millisecond
+
+// published holds the published sizes set through this handle. Publish and
+// AdvancePublished raise them in memory, where every read of a checkpoint sees them at
+// once, and a background goroutine writes them to the file at most every
+// pubFlushInterval, off the acknowledgement path, with synchronous=NORMAL
+// (execUnsynced). The file's value is a hint for crash repair that may lag: Recover
+// re-publishes from it, and publishing again is idempotent (docs/catalog.md).
+type published struct {
+	mu    sync.Mutex
+	sizes map[catalog.LogID]uint64 // the highest size published through this handle
+	dirty map[catalog.LogID]uint64 // sizes not yet written to the file
+	wake  chan struct{}
+	quit  chan struct{}
+	done  chan struct{}
+}
+
+func (p *published) start(db *DB) {
+	p.sizes = make(map[catalog.LogID]uint64)
+	p.dirty = make(map[catalog.LogID]uint64)
+	p.wake = make(chan struct{}, 1)
+	p.quit = make(chan struct{})
+	p.done = make(chan struct{})
+	go p.run(db)
+}
+
+// stop writes what is pending and stops the writer goroutine.
+func (p *published) stop() {
+	if p.quit == nil {
+		return
+	}
+	close(p.quit)
+	<-p.done
+}
+
+// set raises the published size of log to size.
+func (p *published) set(log catalog.LogID, size uint64) {
+	p.mu.Lock()
+	if size > p.sizes[log] {
+		p.sizes[log] = size
+		p.dirty[log] = size
+	}
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// overlay raises cp.PublishedSize to what this handle published, never past cp.Size.
+func (p *published) overlay(cp *catalog.Checkpoint) {
+	p.mu.Lock()
+	s := p.sizes[cp.Log]
+	p.mu.Unlock()
+	if s > cp.PublishedSize {
+		cp.PublishedSize = min(s, cp.Size)
+	}
+}
+
+func (p *published) run(db *DB) {
+	defer close(p.done)
+	for {
+		select {
+		case <-p.quit:
+			p.flush(db)
+			return
+		case <-p.wake:
+		}
+		p.flush(db)
+		select {
+		case <-p.quit:
+			p.flush(db)
+			return
+		case <-time.After(pubFlushInterval):
+		}
+	}
+}
+
+// flush writes the dirty sizes; those it cannot write stay dirty for the next time.
+func (p *published) flush(db *DB) {
+	p.mu.Lock()
+	dirty := p.dirty
+	p.dirty = make(map[catalog.LogID]uint64)
+	p.mu.Unlock()
+	failed := false
+	for log, size := range dirty {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := db.execUnsynced(ctx, `UPDATE checkpoints SET published_size = ?
+			WHERE project_id = ? AND stream = ? AND published_size < ? AND size >= ?`,
+			int64(size), log.ProjectID, string(log.Stream), int64(size), int64(size))
+		cancel()
+		if err != nil {
+			db.log.Warn("sqlite: writing published size", slog.String("log", log.String()), slog.Any("err", err))
+			p.mu.Lock()
+			p.dirty[log] = max(p.dirty[log], size)
+			p.mu.Unlock()
+			failed = true
+		}
+	}
+	if failed {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+}

@@ -1,0 +1,340 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+)
+
+// The term index maps each actor id and target id to the keys of its events. It is the
+// one index a seal does not write: actor and target ids are spread across the whole
+// key space, so inserting a batch's entries dirtied about one page of each index per
+// event, and SQLite writes whole pages to its WAL. Instead a background indexer copies
+// committed events into it in large sorted chunks, on its own connection to its own
+// file, "<catalog>-terms", so it never holds the catalog's write lock.
+//
+// It is derived data: every entry is a copy of an events row's column. Per
+// project-stream, term_state.indexed_seq says up to which sequence the index is
+// complete; it commits in the same transaction as the entries. A query drives its
+// actor or target filter through the index up to that sequence and scans the few
+// events after it (QueryEvents), so a lagging indexer makes queries slower, never
+// wrong. The file is written with synchronous=NORMAL: a power loss can lose its last
+// commits, watermark and entries together, and the indexer redoes them. A term file
+// left by another catalog (term_meta.catalog_id) or ahead of this catalog (restored
+// from an older backup) is emptied at open and rebuilt.
+const (
+	termActor  = 1 // event_terms.kind of an actor id
+	termTarget = 2 // event_terms.kind of a target id
+
+	termsFormat = "1" // term_meta.format; another value empties the file at open
+
+	// termInterval is how often the indexer looks for new events; termChunk bounds
+	// the events one of its transactions indexes.
+	termInterval = 500 * time.Millisecond
+	termChunk    = 16384
+)
+
+const termsSchema = `
+CREATE TABLE IF NOT EXISTS term_meta (
+  name  TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS term_state (
+  log         INTEGER PRIMARY KEY, -- logs.id in the catalog
+  indexed_seq INTEGER NOT NULL     -- events 1..indexed_seq have their entries
+);
+CREATE TABLE IF NOT EXISTS event_terms (
+  log   INTEGER NOT NULL,
+  kind  INTEGER NOT NULL, -- 1 actor id, 2 target id
+  value TEXT NOT NULL,
+  k     INTEGER NOT NULL, -- events.k
+  PRIMARY KEY (log, kind, value, k)
+) WITHOUT ROWID;`
+
+// termIndex owns the term file's writer connection and the indexer goroutine.
+type termIndex struct {
+	w    *sql.DB // one connection: the term file as main, the catalog attached as cat
+	log  *slog.Logger
+	wake chan struct{}
+	quit chan struct{}
+	done chan struct{}
+
+	mu        sync.Mutex
+	committed map[int64]uint64 // by log number: committed size, as this handle knows it
+	indexed   map[int64]uint64 // by log number: term_state.indexed_seq
+	held      bool             // tests: the indexer indexes nothing while set
+}
+
+// openTerms opens (creating or emptying as needed) the term file at path for the
+// catalog file catalogPath, whose meta.catalog_id is id, and starts the indexer.
+func openTerms(ctx context.Context, path, catalogPath, id string, log *slog.Logger) (*termIndex, error) {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	q.Add("_pragma", "cache_size(-32768)")
+	q.Add("_pragma", "temp_store(MEMORY)")
+	// Transactions begin deferred: BEGIN IMMEDIATE would take the write lock of the
+	// attached catalog too, and the seals would wait for the indexer.
+	w := sql.OpenDB(&attachConnector{dsn: "file:" + path + "?" + q.Encode(), name: "cat", path: catalogPath})
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	ti := &termIndex{w: w, log: log, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		committed: make(map[int64]uint64), indexed: make(map[int64]uint64)}
+	if err := ti.load(ctx, id); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: term index %s: %w", path, err)
+	}
+	go ti.run()
+	return ti, nil
+}
+
+// load creates the schema, empties the file if it belongs to another catalog, another
+// format, or runs ahead of the catalog, and reads the sizes to index up to.
+func (ti *termIndex) load(ctx context.Context, id string) error {
+	if _, err := ti.w.ExecContext(ctx, termsSchema); err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	meta := map[string]string{}
+	if err := eachRow(ctx, ti.w, `SELECT name, value FROM term_meta`, nil, func(r *sql.Rows) error {
+		var k, v string
+		err := r.Scan(&k, &v)
+		meta[k] = v
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := eachRow(ctx, ti.w, `SELECT l.id, c.size FROM cat.logs l JOIN cat.checkpoints c
+		ON c.project_id = l.project_id AND c.stream = l.stream`, nil, func(r *sql.Rows) error {
+		var n, size int64
+		err := r.Scan(&n, &size)
+		ti.committed[n] = uint64(size)
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := eachRow(ctx, ti.w, `SELECT log, indexed_seq FROM term_state`, nil, func(r *sql.Rows) error {
+		var n, seq int64
+		err := r.Scan(&n, &seq)
+		ti.indexed[n] = uint64(seq)
+		return err
+	}); err != nil {
+		return err
+	}
+	reason := ""
+	switch {
+	case meta["catalog_id"] != id:
+		reason = "it belongs to another catalog"
+	case meta["format"] != termsFormat:
+		reason = "its format is " + meta["format"]
+	}
+	for n, seq := range ti.indexed {
+		if seq > ti.committed[n] {
+			reason = fmt.Sprintf("it indexes %d events of log %d, which has %d", seq, n, ti.committed[n])
+		}
+	}
+	if reason == "" {
+		return nil
+	}
+	if len(meta) > 0 {
+		ti.log.Warn("sqlite: emptying the term index to rebuild it", slog.String("reason", reason))
+	}
+	tx, err := ti.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, stmt := range []string{`DROP TABLE event_terms`, `DROP TABLE term_state`, `DROP TABLE term_meta`, termsSchema} {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("empty: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO term_meta(name, value) VALUES ('catalog_id', ?), ('format', ?)`, id, termsFormat); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	clear(ti.indexed)
+	return nil
+}
+
+// close stops the indexer and closes the connection; the index stays as committed.
+func (ti *termIndex) close() error {
+	close(ti.quit)
+	<-ti.done
+	return ti.w.Close()
+}
+
+// sealed records that log number n has committed size size.
+func (ti *termIndex) sealed(n int64, size uint64) {
+	ti.mu.Lock()
+	ti.committed[n] = max(ti.committed[n], size)
+	lag := size - min(size, ti.indexed[n])
+	ti.mu.Unlock()
+	if lag >= termChunk {
+		select {
+		case ti.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// hold stops (true) or resumes (false) indexing; for tests.
+func (ti *termIndex) hold(h bool) {
+	ti.mu.Lock()
+	ti.held = h
+	ti.mu.Unlock()
+}
+
+func (ti *termIndex) run() {
+	defer close(ti.done)
+	tick := time.NewTicker(termInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ti.quit:
+			return
+		case <-tick.C:
+		case <-ti.wake:
+		}
+		if err := ti.catchUp(); err != nil {
+			select {
+			case <-ti.quit: // closing: the work left is redone at the next open
+			default:
+				ti.log.Error("sqlite: term index", slog.Any("err", err))
+			}
+		}
+	}
+}
+
+// catchUp indexes every committed event not yet indexed, a chunk per transaction.
+func (ti *termIndex) catchUp() error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-ti.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		n, to, ok := ti.next()
+		if !ok {
+			return nil
+		}
+		if err := ti.index(ctx, n, to); err != nil {
+			return err
+		}
+	}
+}
+
+// next returns a log with events to index and the size to index it up to.
+func (ti *termIndex) next() (n int64, to uint64, ok bool) {
+	ti.mu.Lock()
+	defer ti.mu.Unlock()
+	if ti.held {
+		return 0, 0, false
+	}
+	for n, size := range ti.committed {
+		if from := ti.indexed[n]; from < size {
+			return n, min(size, from+termChunk), true
+		}
+	}
+	return 0, 0, false
+}
+
+// index adds the entries of log number n's events up to sequence to, from where
+// term_state says the index ends, in one transaction with the new watermark.
+func (ti *termIndex) index(ctx context.Context, n int64, to uint64) error {
+	tx, err := ti.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var from int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(indexed_seq), 0) FROM term_state WHERE log = ?`, n).Scan(&from); err != nil {
+		return fmt.Errorf("watermark of log %d: %w", n, err)
+	}
+	if uint64(from) < to {
+		lo, hi := key(n, uint64(from)), key(n, to)
+		var count int64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM cat.events WHERE k > ? AND k <= ?`, lo, hi).Scan(&count); err != nil {
+			return fmt.Errorf("count events of log %d: %w", n, err)
+		}
+		if count != int64(to)-from {
+			return fmt.Errorf("log %d has %d events in (%d, %d], want %d", n, count, from, to, int64(to)-from)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO event_terms(log, kind, value, k)
+			SELECT log, ?3, actor_id, k FROM cat.events WHERE k > ?1 AND k <= ?2 AND actor_id <> ''
+			UNION ALL
+			SELECT log, ?4, target_id, k FROM cat.events WHERE k > ?1 AND k <= ?2 AND target_id <> ''
+			`, lo, hi, termActor, termTarget); err != nil {
+			return fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO term_state(log, indexed_seq) VALUES (?, ?)
+			ON CONFLICT(log) DO UPDATE SET indexed_seq = excluded.indexed_seq`, n, int64(to)); err != nil {
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		from = int64(to)
+	}
+	ti.mu.Lock()
+	ti.indexed[n] = max(ti.indexed[n], uint64(from))
+	ti.mu.Unlock()
+	return nil
+}
+
+// attachConnector opens connections to dsn with the file at path attached under name.
+type attachConnector struct {
+	dsn, name, path string
+	d               sqlite.Driver
+}
+
+func (c *attachConnector) Connect(ctx context.Context) (driver.Conn, error) {
+	conn, err := c.d.Open(c.dsn)
+	if err != nil {
+		return nil, err
+	}
+	ex, ok := conn.(driver.ExecerContext)
+	if !ok {
+		conn.Close()
+		return nil, fmt.Errorf("sqlite: connection cannot execute ATTACH")
+	}
+	if _, err := ex.ExecContext(ctx, `ATTACH DATABASE ? AS `+c.name, []driver.NamedValue{{Ordinal: 1, Value: c.path}}); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("sqlite: attach %s: %w", c.path, err)
+	}
+	return conn, nil
+}
+
+func (c *attachConnector) Driver() driver.Driver { return &c.d }
+
+// eachRow runs query on q and calls fn for each row.
+func eachRow(ctx context.Context, q interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}, query string, args []any, fn func(*sql.Rows) error) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package fs
+
+import (
+	"errors"
+	"os"
+)
+
+const haveSyncFS = false
+
+func syncFS(*os.File) error { return errors.New("syncfs is not available on this platform") }
+
+func moveNoReplace(tmp, p string) error { return linkOnce(tmp, p) }
