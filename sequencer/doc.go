@@ -2,8 +2,11 @@
 // tile log: durably, in order, before they are acknowledged.
 //
 // One logSequencer runs per active project-stream (created on first use, dropped when
-// idle). Submissions join the pending pool; the seal loop swaps the pool out, seals it
-// as one batch under the project-stream lock, and hands the committed batch to the
+// idle). Submissions join the pending pool; the seal loop swaps the pool out (under
+// load a pool that has just begun lingers up to 2 ms, so a batch is not cut at the
+// first of the producers the last acknowledgement released), seals it as one batch
+// under the project-stream lock (a large batch is built on several cores), and hands
+// the committed batch to the
 // publish loop, which materializes tiles and the checkpoint and then wakes the
 // batch's waiters. Sealing batch N+1 overlaps publishing batch N.
 //
@@ -14,7 +17,9 @@
 //  2. Assign sequences cp.Size+1.., mint ids and nonces, encrypt payloads, build leaves
 //     and append their hashes to the compact range read from the checkpoint.
 //     Crash: nothing written.
-//  3. Write the payload bundle payload/<first>-<batchId> (batchId random).
+//  3. Write the payload bundle payload/<first>-<batchId> (batchId random), while the
+//     catalog inserts the index rows; the catalog waits for the write to be durable
+//     (SealBatch.Durable) before it commits, and rolls back if it failed.
 //     Crash: an orphan object no batch row names. The next batch reuses the same
 //     sequences under another batchId, so it never collides; a sweeper may delete it.
 //  4. COMMIT index rows, the batch row and the new checkpoint in one transaction: the
