@@ -236,17 +236,11 @@ type querier interface {
 }
 
 func (db *DB) queryEvents(ctx context.Context, r querier, q string, args []any, each func(catalog.Event)) error {
-	rows, err := r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
+	return eachRow(ctx, r, q, args, func(rows *sql.Rows) error {
 		e, err := scanEvent(rows)
-		if err != nil {
-			return err
+		if err == nil {
+			each(e)
 		}
-		each(e)
-	}
-	return rows.Err()
+		return err
+	})
 }

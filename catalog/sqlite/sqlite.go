@@ -102,10 +102,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
+	singleConn(w)
 	db := &DB{w: w, log: opts.Logger, now: time.Now}
 	db.locks.m = make(map[catalog.LogID]*lockEntry)
 	db.publocks.m = make(map[catalog.LogID]*lockEntry)
@@ -141,7 +138,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		db.Close()
 		return nil, fmt.Errorf("sqlite: open checkpointer %s: %w", path, err)
 	}
-	c.SetMaxOpenConns(1)
+	singleConn(c)
 	db.walc = startWALCheckpointer(c, opts.Logger)
 	db.pub.start(db)
 	return db, nil
@@ -202,6 +199,15 @@ func (db *DB) migrate(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// singleConn makes the pool c one connection, kept open for good: the writer, the
+// term indexer and the checkpointer each own theirs.
+func singleConn(c *sql.DB) {
+	c.SetMaxOpenConns(1)
+	c.SetMaxIdleConns(1)
+	c.SetConnMaxLifetime(0)
+	c.SetConnMaxIdleTime(0)
 }
 
 // writeTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it.

@@ -84,10 +84,7 @@ func openTerms(ctx context.Context, path, catalogPath, id string, log *slog.Logg
 	// Transactions begin deferred: BEGIN IMMEDIATE would take the write lock of the
 	// attached catalog too, and the seals would wait for the indexer.
 	w := sql.OpenDB(&attachConnector{dsn: "file:" + path + "?" + q.Encode(), name: "cat", path: catalogPath})
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
+	singleConn(w)
 	ti := &termIndex{w: w, log: log, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 		committed: make(map[int64]uint64), indexed: make(map[int64]uint64)}
 	if err := ti.load(ctx, id); err != nil {
@@ -323,9 +320,7 @@ func (c *attachConnector) Connect(ctx context.Context) (driver.Conn, error) {
 func (c *attachConnector) Driver() driver.Driver { return &c.d }
 
 // eachRow runs query on q and calls fn for each row.
-func eachRow(ctx context.Context, q interface {
-	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
-}, query string, args []any, fn func(*sql.Rows) error) error {
+func eachRow(ctx context.Context, q querier, query string, args []any, fn func(*sql.Rows) error) error {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err

@@ -88,11 +88,7 @@ func (s *Store) CreateAll(ctx context.Context, objs []tiles.Object, a tiles.Attr
 			if !errors.Is(err, fs.ErrExist) {
 				return fmt.Errorf("fs: create %s: %w", o.Key, err)
 			}
-			existing, rerr := os.ReadFile(paths[t.i])
-			if rerr != nil {
-				return fmt.Errorf("fs: create %s: read existing: %w", o.Key, rerr)
-			}
-			if err := compare(o.Key, existing, o.Data); err != nil {
+			if err := compareFile(o.Key, paths[t.i], o.Data); err != nil {
 				return err
 			}
 		}

@@ -92,11 +92,7 @@ func (s *Store) Create(ctx context.Context, key string, data []byte, _ tiles.Att
 	defer os.Remove(tmp)
 	if err := moveNoReplace(tmp, p); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			existing, rerr := os.ReadFile(p)
-			if rerr != nil {
-				return fmt.Errorf("fs: create %s: read existing: %w", key, rerr)
-			}
-			return compare(key, existing, data)
+			return compareFile(key, p, data)
 		}
 		return fmt.Errorf("fs: create %s: %w", key, err)
 	}
@@ -114,6 +110,15 @@ func linkOnce(tmp, p string) error {
 		return err
 	}
 	return os.Remove(tmp)
+}
+
+// compareFile is compare against the file p, which another writer created first.
+func compareFile(key, p string, data []byte) error {
+	existing, err := os.ReadFile(p)
+	if err != nil {
+		return fmt.Errorf("fs: create %s: read existing: %w", key, err)
+	}
+	return compare(key, existing, data)
 }
 
 func compare(key string, existing, data []byte) error {
