@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sealtrail/sealtrail/catalog"
@@ -183,7 +184,7 @@ func (db *DB) QueryEvents(ctx context.Context, q catalog.Query) ([]catalog.Event
 		}
 		return out, nil
 	}
-	if err := db.queryTerms(ctx, n, lo, hi, terms, filter, args, order, limit, collect); err != nil {
+	if err := db.queryTerms(ctx, n, lo, hi, terms, filter, args, q.Descending, limit, collect); err != nil {
 		return nil, fmt.Errorf("sqlite: query events of %s: %w", q.Log, err)
 	}
 	slices.SortFunc(out, func(a, b catalog.Event) int {
@@ -197,9 +198,9 @@ func (db *DB) QueryEvents(ctx context.Context, q catalog.Query) ([]catalog.Event
 }
 
 // queryTerms runs the parts of a query driven by terms, in one read transaction: one
-// through the term index for each term, up to the indexed sequence, and one over the
+// through the postings of each term, up to the indexed sequence, and one over the
 // events after it. Each part returns at most limit rows in order; the caller merges.
-func (db *DB) queryTerms(ctx context.Context, n, lo, hi int64, terms []term, filter string, args []any, order string, limit int, each func(catalog.Event)) error {
+func (db *DB) queryTerms(ctx context.Context, n, lo, hi int64, terms []term, filter string, args []any, desc bool, limit int, each func(catalog.Event)) error {
 	tx, err := db.r.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -211,24 +212,141 @@ func (db *DB) queryTerms(ctx context.Context, n, lo, hi int64, terms []term, fil
 	}
 	edge := key(n, uint64(indexed))
 	if lo < edge {
+		base := key(n, 0)
+		// Sequences in (from, to] are the candidates below the watermark.
+		from, to := uint64(lo-base), uint64(min(edge, hi-1)-base)
 		for _, t := range terms {
-			// CROSS JOIN: walk the term's entries in key order, then look each row up.
-			stmt := eventSelect + `terms.event_terms t CROSS JOIN events e ON e.k = t.k
-				WHERE t.log = ? AND t.kind = ? AND t.value = ? AND t.k > ? AND t.k <= ? AND t.k < ?` +
-				filter + strings.Replace(order, "e.k", "t.k", 1)
-			a := append(append([]any{n, t.kind, t.value, lo, edge, hi}, args...), limit)
-			if err := db.queryEvents(ctx, tx, stmt, a, each); err != nil {
+			if err := db.termPart(ctx, tx, n, t, from, to, filter, args, desc, limit, each); err != nil {
 				return err
 			}
 		}
 	}
 	if edge < hi-1 {
+		order := " ORDER BY e.k ASC LIMIT ?"
+		if desc {
+			order = " ORDER BY e.k DESC LIMIT ?"
+		}
 		stmt := eventSelect + `events e WHERE e.k > ? AND e.k < ?` + filter + order
 		if err := db.queryEvents(ctx, tx, stmt, append(append([]any{max(lo, edge), hi}, args...), limit), each); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// Postings are read postingRows at a time, and their events looked up termLookup
+// sequences at a time. Variables so that tests can shrink them.
+var (
+	postingRows = 16
+	termLookup  = 256
+)
+
+// termPart passes to each, in sequence order (descending if desc), the events of log
+// n whose sequence is in (from, to] and which term t names and filter matches, at
+// most limit of them. It walks t's postings from the end of the range it starts at,
+// so a page deep into a long history reads only the postings it returns from.
+func (db *DB) termPart(ctx context.Context, tx *sql.Tx, n int64, t term, from, to uint64, filter string, args []any, desc bool, limit int, each func(catalog.Event)) error {
+	// A posting holds sequences from first to last, and no other posting of t
+	// overlaps it: ascending, the postings to read are those with last > from, in
+	// order of last; descending, the one with the least last >= to and those below.
+	var bound uint64
+	if desc {
+		var b sql.NullInt64
+		if err := tx.QueryRowContext(ctx, `SELECT min(last) FROM terms.term_postings
+			WHERE log = ? AND kind = ? AND value = ? AND last >= ?`, n, t.kind, t.value, int64(to)).Scan(&b); err != nil {
+			return fmt.Errorf("postings of %d %q: %w", t.kind, t.value, err)
+		}
+		bound = maxSeq
+		if b.Valid {
+			bound = uint64(b.Int64)
+		}
+	} else {
+		bound = from
+	}
+	found := 0
+	for found < limit {
+		var seqs []uint64
+		rows := 0
+		q := `SELECT last, seqs FROM terms.term_postings WHERE log = ? AND kind = ? AND value = ? AND last > ? ORDER BY last LIMIT ?`
+		a := []any{n, t.kind, t.value, int64(bound), postingRows}
+		if desc {
+			q = `SELECT last, seqs FROM terms.term_postings WHERE log = ? AND kind = ? AND value = ? AND last <= ? AND last > ? ORDER BY last DESC LIMIT ?`
+			a = []any{n, t.kind, t.value, int64(bound), int64(from), postingRows}
+		}
+		err := eachRow(ctx, tx, q, a, func(r *sql.Rows) error {
+			var last int64
+			var list string
+			if err := r.Scan(&last, &list); err != nil {
+				return err
+			}
+			rows++
+			got, err := parseSeqs(list)
+			if err != nil {
+				return fmt.Errorf("posting of %d %q ending at %d: %w", t.kind, t.value, last, err)
+			}
+			if desc {
+				slices.Reverse(got)
+				bound = uint64(last) - 1
+			} else {
+				bound = uint64(last)
+			}
+			for _, s := range got {
+				if s > from && s <= to {
+					seqs = append(seqs, s)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for len(seqs) > 0 && found < limit {
+			chunk := seqs[:min(len(seqs), termLookup)]
+			seqs = seqs[len(chunk):]
+			if err := db.lookupSeqs(ctx, tx, n, chunk, filter, args, desc, limit-found, func(e catalog.Event) {
+				found++
+				each(e)
+			}); err != nil {
+				return err
+			}
+		}
+		if rows < postingRows || (desc && bound <= from) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// lookupSeqs passes to each, in the order of seqs, the events of log n at seqs that
+// filter matches, at most limit of them.
+func (db *DB) lookupSeqs(ctx context.Context, tx *sql.Tx, n int64, seqs []uint64, filter string, args []any, desc bool, limit int, each func(catalog.Event)) error {
+	a := make([]any, 0, len(seqs)+len(args)+1)
+	for _, s := range seqs {
+		a = append(a, key(n, s))
+	}
+	order := " ORDER BY e.k ASC LIMIT ?"
+	if desc {
+		order = " ORDER BY e.k DESC LIMIT ?"
+	}
+	stmt := eventSelect + `events e WHERE e.k IN (?` + strings.Repeat(",?", len(seqs)-1) + `)` + filter + order
+	return db.queryEvents(ctx, tx, stmt, append(append(a, args...), limit), each)
+}
+
+// parseSeqs parses a posting's list of sequences, and sorts it if it is not sorted
+// (group_concat does not promise an order).
+func parseSeqs(list string) ([]uint64, error) {
+	out := make([]uint64, 0, strings.Count(list, ",")+1)
+	for f := range strings.SplitSeq(list, ",") {
+		s, err := strconv.ParseUint(f, 10, 64)
+		if err != nil || s == 0 || s > maxSeq {
+			return nil, fmt.Errorf("bad sequence %q", f)
+		}
+		out = append(out, s)
+	}
+	if !slices.IsSorted(out) {
+		slices.Sort(out)
+	}
+	return out, nil
 }
 
 type querier interface {

@@ -13,27 +13,36 @@ import (
 	"modernc.org/sqlite"
 )
 
-// The term index maps each actor id and target id to the keys of its events. It is the
-// one index a seal does not write: actor and target ids are spread across the whole
-// key space, so inserting a batch's entries dirtied about one page of each index per
-// event, and SQLite writes whole pages to its WAL. Instead a background indexer copies
-// committed events into it in large sorted chunks, on its own connection to its own
-// file, "<catalog>-terms", so it never holds the catalog's write lock.
+// The term index maps each actor id and target id to the sequences of its events. It
+// is the one index a seal does not write: actor and target ids are spread across the
+// whole key space, so inserting a batch's entries dirtied about one page of each index
+// per event, and SQLite writes whole pages to its WAL. Instead a background indexer
+// indexes committed events in chunks, on its own connection to its own file,
+// "<catalog>-terms", so it never holds the catalog's write lock.
 //
-// It is derived data: every entry is a copy of an events row's column. Per
+// The index is a set of postings: for each chunk of a project-stream's events the
+// indexer groups them by id and writes one row per (kind, id), holding every sequence
+// of that id in the chunk. An id that recurs (a user, a service account) costs one row
+// per chunk, not one per event: a B-tree insert per event was most of the indexer's
+// cost. A chunk covers a range of sequences that no other chunk covers, so the
+// postings of one id never overlap and their order by last sequence is their order.
+//
+// It is derived data: every sequence in it is copied from an events row. Per
 // project-stream, term_state.indexed_seq says up to which sequence the index is
-// complete; it commits in the same transaction as the entries. A query drives its
-// actor or target filter through the index up to that sequence and scans the few
+// complete; it commits in the same transaction as the postings. A query drives its
+// actor or target filter through the postings up to that sequence and scans the few
 // events after it (QueryEvents), so a lagging indexer makes queries slower, never
 // wrong. The file is written with synchronous=NORMAL: a power loss can lose its last
-// commits, watermark and entries together, and the indexer redoes them. A term file
-// left by another catalog (term_meta.catalog_id) or ahead of this catalog (restored
-// from an older backup) is emptied at open and rebuilt.
+// commits, watermark and postings together, and the indexer redoes them. A term file
+// left by another catalog (term_meta.catalog_id), in another format, or ahead of this
+// catalog (restored from an older backup) is emptied at open and rebuilt.
 const (
-	termActor  = 1 // event_terms.kind of an actor id
-	termTarget = 2 // event_terms.kind of a target id
+	termActor  = 1 // term_postings.kind of an actor id
+	termTarget = 2 // term_postings.kind of a target id
 
-	termsFormat = "1" // term_meta.format; another value empties the file at open
+	// termsFormat is term_meta.format; another value empties the file at open.
+	// Format 1 kept one event_terms row per event and id.
+	termsFormat = "2"
 
 	// termInterval is how often the indexer looks for new events; termChunk bounds
 	// the events one of its transactions indexes.
@@ -50,12 +59,13 @@ CREATE TABLE IF NOT EXISTS term_state (
   log         INTEGER PRIMARY KEY, -- logs.id in the catalog
   indexed_seq INTEGER NOT NULL     -- events 1..indexed_seq have their entries
 );
-CREATE TABLE IF NOT EXISTS event_terms (
+CREATE TABLE IF NOT EXISTS term_postings (
   log   INTEGER NOT NULL,
   kind  INTEGER NOT NULL, -- 1 actor id, 2 target id
-  value TEXT NOT NULL,
-  k     INTEGER NOT NULL, -- events.k
-  PRIMARY KEY (log, kind, value, k)
+  value TEXT NOT NULL,    -- the id
+  last  INTEGER NOT NULL, -- the highest sequence in seqs
+  seqs  TEXT NOT NULL,    -- the sequences of one chunk's events with this id, in decimal, comma-separated
+  PRIMARY KEY (log, kind, value, last)
 ) WITHOUT ROWID;`
 
 // termIndex owns the term file's writer connection and the indexer goroutine.
@@ -150,7 +160,7 @@ func (ti *termIndex) load(ctx context.Context, id string) error {
 		return err
 	}
 	defer tx.Rollback()
-	for _, stmt := range []string{`DROP TABLE event_terms`, `DROP TABLE term_state`, `DROP TABLE term_meta`, termsSchema} {
+	for _, stmt := range []string{`DROP TABLE IF EXISTS event_terms`, `DROP TABLE term_postings`, `DROP TABLE term_state`, `DROP TABLE term_meta`, termsSchema} {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("empty: %w", err)
 		}
@@ -272,12 +282,15 @@ func (ti *termIndex) index(ctx context.Context, n int64, to uint64) error {
 		if count != int64(to)-from {
 			return fmt.Errorf("log %d has %d events in (%d, %d], want %d", n, count, from, to, int64(to)-from)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO event_terms(log, kind, value, k)
-			SELECT log, ?3, actor_id, k FROM cat.events WHERE k > ?1 AND k <= ?2 AND actor_id <> ''
-			UNION ALL
-			SELECT log, ?4, target_id, k FROM cat.events WHERE k > ?1 AND k <= ?2 AND target_id <> ''
-			`, lo, hi, termActor, termTarget); err != nil {
-			return fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
+		// One posting per (kind, id) of the chunk. Plain INSERT: the chunk starts at
+		// the watermark, so a posting already there would be a bug, not a retry.
+		for kind, col := range map[int]string{termActor: "actor_id", termTarget: "target_id"} {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO term_postings(log, kind, value, last, seqs)
+				SELECT ?3, ?4, `+col+`, max(k) - ?1 + ?5, group_concat(k - ?1 + ?5)
+				FROM cat.events WHERE k > ?1 AND k <= ?2 AND `+col+` <> '' GROUP BY `+col,
+				lo, hi, n, kind, from); err != nil {
+				return fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
+			}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO term_state(log, indexed_seq) VALUES (?, ?)
 			ON CONFLICT(log) DO UPDATE SET indexed_seq = excluded.indexed_seq`, n, int64(to)); err != nil {

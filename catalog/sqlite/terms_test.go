@@ -352,8 +352,10 @@ func mustLogNum(t testing.TB, db *DB, log catalog.LogID) int64 {
 }
 
 // checkTermsConsistent checks that the term file belongs to db's catalog, that each
-// watermark is within the log's events, and that event_terms holds exactly the entries
-// of the events up to the watermarks, nothing else. It returns the watermarks by log.
+// watermark is within the log's events, that the postings hold exactly the entries of
+// the events up to the watermarks, nothing else, and that each posting's last is its
+// highest sequence and no two postings of one id overlap (queries rely on both). It
+// returns the watermarks by log.
 func checkTermsConsistent(t *testing.T, db *DB, logs map[catalog.LogID][]catalog.Event) map[catalog.LogID]uint64 {
 	t.Helper()
 	ctx := context.Background()
@@ -405,16 +407,40 @@ func checkTermsConsistent(t *testing.T, db *DB, logs map[catalog.LogID][]catalog
 	})
 	want = slices.Compact(want)
 	var got []entry
-	if err := eachRow(ctx, db.terms.w, `SELECT log, kind, value, k FROM event_terms ORDER BY log, kind, value, k`, nil, func(r *sql.Rows) error {
-		var e entry
-		err := r.Scan(&e.log, &e.kind, &e.value, &e.k)
-		got = append(got, e)
-		return err
+	type termKey struct {
+		log   int64
+		kind  int
+		value string
+	}
+	prevLast := map[termKey]int64{}
+	if err := eachRow(ctx, db.terms.w, `SELECT log, kind, value, last, seqs FROM term_postings ORDER BY log, kind, value, last`, nil, func(r *sql.Rows) error {
+		var (
+			tk   termKey
+			last int64
+			list string
+		)
+		if err := r.Scan(&tk.log, &tk.kind, &tk.value, &last, &list); err != nil {
+			return err
+		}
+		seqs, err := parseSeqs(list)
+		if err != nil {
+			return err
+		}
+		if first := int64(seqs[0]); int64(seqs[len(seqs)-1]) != last {
+			t.Errorf("posting %+v says it ends at %d, holds %d-%d", tk, last, first, seqs[len(seqs)-1])
+		} else if p, ok := prevLast[tk]; ok && first <= p {
+			t.Errorf("postings of %+v overlap: one ends at %d, the next begins at %d", tk, p, first)
+		}
+		prevLast[tk] = last
+		for _, seq := range seqs {
+			got = append(got, entry{tk.log, tk.kind, tk.value, key(tk.log, seq)})
+		}
+		return nil
 	}); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("event_terms has %d entries, want %d (watermarks %v)", len(got), len(want), state)
+		t.Errorf("the postings hold %d entries, want %d (watermarks %v)", len(got), len(want), state)
 		for i := 0; i < max(len(got), len(want)); i++ {
 			var g, w entry
 			if i < len(got) {
@@ -450,6 +476,9 @@ func TestQueryTermsAgainstScan(t *testing.T) {
 	}
 	defer db.Close()
 	db.terms.hold(true)
+	// Small reads, so that a page spans several reads of postings and of events.
+	defer func(rows, lookup int) { postingRows, termLookup = rows, lookup }(postingRows, termLookup)
+	postingRows, termLookup = 3, 4
 
 	// Log B gets number 1, A 2, C 3: A's key range has neighbours on both sides, and
 	// all three share the ids.
@@ -542,10 +571,16 @@ func TestQueryTermsAgainstScan(t *testing.T) {
 		check(t, map[catalog.LogID]uint64{termLogA: 0, termLogB: 0, termLogC: 0})
 	})
 	t.Run("partial", func(t *testing.T) {
-		for log, to := range map[catalog.LogID]uint64{termLogA: 337, termLogB: 4} {
-			if err := db.terms.index(ctx, mustLogNum(t, db, log), to); err != nil {
+		// Log A in chunks of 1 to 9 events, so that each id has many postings.
+		r := rand.New(rand.NewPCG(5, 5))
+		for to := uint64(0); to < 337; {
+			to = min(337, to+1+r.Uint64N(9))
+			if err := db.terms.index(ctx, mustLogNum(t, db, termLogA), to); err != nil {
 				t.Fatal(err)
 			}
+		}
+		if err := db.terms.index(ctx, mustLogNum(t, db, termLogB), 4); err != nil {
+			t.Fatal(err)
 		}
 		check(t, map[catalog.LogID]uint64{termLogA: 337, termLogB: 4, termLogC: 0})
 	})
@@ -733,22 +768,42 @@ func TestTermIndexRebuilt(t *testing.T) {
 		// log's size, and entries missing below it.
 		editTerms(t, termsPath,
 			`UPDATE term_state SET indexed_seq = indexed_seq + 1000 WHERE log = 1`,
-			`DELETE FROM event_terms WHERE log = 1 AND value IN ('u1', 'd1')`)
+			`DELETE FROM term_postings WHERE log = 1 AND value IN ('u1', 'd1')`)
 		reopen(t)
 	})
 
 	t.Run("unknown log", func(t *testing.T) {
 		editTerms(t, termsPath,
 			`INSERT INTO term_state(log, indexed_seq) VALUES (77, 5)`,
-			`INSERT INTO event_terms(log, kind, value, k) VALUES (77, 1, 'u1', (77 << 40) | 3)`)
+			`INSERT INTO term_postings(log, kind, value, last, seqs) VALUES (77, 1, 'u1', 3, '3')`)
 		reopen(t)
 	})
 
 	t.Run("other format", func(t *testing.T) {
 		editTerms(t, termsPath,
 			`UPDATE term_meta SET value = 'old' WHERE name = 'format'`,
-			`DELETE FROM event_terms WHERE log = 2 AND kind = 2`)
+			`DELETE FROM term_postings WHERE log = 2 AND kind = 2`)
 		reopen(t)
+	})
+
+	t.Run("format 1", func(t *testing.T) {
+		// Format 1 kept one event_terms row per event and id; the rebuild drops it.
+		editTerms(t, termsPath,
+			`UPDATE term_meta SET value = '1' WHERE name = 'format'`,
+			`DELETE FROM term_postings`,
+			`CREATE TABLE event_terms (log INTEGER NOT NULL, kind INTEGER NOT NULL, value TEXT NOT NULL,
+				k INTEGER NOT NULL, PRIMARY KEY (log, kind, value, k)) WITHOUT ROWID`,
+			`INSERT INTO event_terms VALUES (1, 1, 'u1', (1 << 40) | 1)`)
+		reopen(t)
+		c, err := sql.Open("sqlite", "file:"+termsPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var n int
+		if err := c.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'event_terms'`).Scan(&n); err != nil || n != 0 {
+			t.Errorf("event_terms left in the term file: %d, %v", n, err)
+		}
 	})
 }
 
@@ -896,9 +951,9 @@ func checkPlans(t *testing.T, cases []planCase) {
 func TestQueryPlans(t *testing.T) {
 	u1 := &catalog.Entity{Type: "user", ID: "u1"}
 	const (
-		// termSearch is the walk of one term's entries in key order, and rowSearch the
-		// look-up of each entry's row.
-		termSearch = "SEARCH t USING PRIMARY KEY (log=? AND kind=? AND value=? AND k>? AND k<?)"
+		// termSearch is the walk of one term's postings in order, and rowSearch the
+		// look-up of each sequence's row.
+		termSearch = "SEARCH terms.term_postings USING PRIMARY KEY (log=? AND kind=? AND value=? AND last>?"
 		rowSearch  = "SEARCH e USING INTEGER PRIMARY KEY (rowid=?)"
 		// tailSearch is the scan of the events past the watermark.
 		tailSearch = "SEARCH e USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"
@@ -972,4 +1027,41 @@ func explain(t *testing.T, r *sql.DB, s recordedStmt) string {
 		t.Fatalf("EXPLAIN QUERY PLAN %s: %v", s.query, err)
 	}
 	return b.String()
+}
+
+// BenchmarkTermIndex measures the indexer alone: it indexes b.N events sealed while
+// it was held, whose actor and target ids are drawn from a vocabulary of the given
+// size (256: ids that recur, as users do; 0: a new id per event).
+func BenchmarkTermIndex(b *testing.B) {
+	for _, vocab := range []int{256, 0} {
+		b.Run(fmt.Sprintf("vocabulary=%d", vocab), func(b *testing.B) {
+			ctx := context.Background()
+			db, err := Open(ctx, filepath.Join(b.TempDir(), "c.db"), Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			db.terms.hold(true)
+			evs := genEvents(1, "e", b.N)
+			for i := range evs {
+				id := i
+				if vocab > 0 {
+					id = i % vocab
+				}
+				evs[i].ActorID, evs[i].TargetID = fmt.Sprintf("user_%d", id), fmt.Sprintf("doc_%d", id*7)
+			}
+			for len(evs) > 0 {
+				n := min(len(evs), 400)
+				sealBatches(b, db, termLogA, evs[:n], n)
+				evs = evs[n:]
+			}
+			n := mustLogNum(b, db, termLogA)
+			b.ResetTimer()
+			for from := 0; from < b.N; from += termChunk {
+				if err := db.terms.index(ctx, n, uint64(min(b.N, from+termChunk))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
