@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -265,8 +266,10 @@ func (db *DB) termPart(ctx context.Context, tx *sql.Tx, n int64, t term, from, t
 	}
 	found := 0
 	for found < limit {
+		// Read postings until they hold as many candidates as the page still needs
+		// (a posting of a frequent id holds thousands), at most postingRows of them.
 		var seqs []uint64
-		rows := 0
+		rows, enough := 0, false
 		q := `SELECT last, seqs FROM terms.term_postings WHERE log = ? AND kind = ? AND value = ? AND last > ? ORDER BY last LIMIT ?`
 		a := []any{n, t.kind, t.value, int64(bound), postingRows}
 		if desc {
@@ -295,9 +298,13 @@ func (db *DB) termPart(ctx context.Context, tx *sql.Tx, n int64, t term, from, t
 					seqs = append(seqs, s)
 				}
 			}
+			if len(seqs) >= limit-found {
+				enough = true
+				return errEnough
+			}
 			return nil
 		})
-		if err != nil {
+		if err != nil && !errors.Is(err, errEnough) {
 			return err
 		}
 		for len(seqs) > 0 && found < limit {
@@ -310,12 +317,15 @@ func (db *DB) termPart(ctx context.Context, tx *sql.Tx, n int64, t term, from, t
 				return err
 			}
 		}
-		if rows < postingRows || (desc && bound <= from) {
+		if (!enough && rows < postingRows) || (desc && bound <= from) {
 			return nil
 		}
 	}
 	return nil
 }
+
+// errEnough stops a read of postings that found enough candidates.
+var errEnough = errors.New("enough postings")
 
 // lookupSeqs passes to each, in the order of seqs, the events of log n at seqs that
 // filter matches, at most limit of them.
