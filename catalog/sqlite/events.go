@@ -165,10 +165,7 @@ func (db *DB) QueryEvents(ctx context.Context, q catalog.Query) ([]catalog.Event
 	if len(where) > 0 {
 		filter = " AND " + strings.Join(where, " AND ")
 	}
-	order := " ORDER BY e.k ASC LIMIT ?"
-	if q.Descending {
-		order = " ORDER BY e.k DESC LIMIT ?"
-	}
+	order := pageOrder(q.Descending)
 	collect := func(e catalog.Event) { out = append(out, e) }
 	if len(terms) == 0 {
 		// With no filter, the page is a walk of the rowid range that stops after limit
@@ -223,11 +220,7 @@ func (db *DB) queryTerms(ctx context.Context, n, lo, hi int64, terms []term, fil
 		}
 	}
 	if edge < hi-1 {
-		order := " ORDER BY e.k ASC LIMIT ?"
-		if desc {
-			order = " ORDER BY e.k DESC LIMIT ?"
-		}
-		stmt := eventSelect + `events e WHERE e.k > ? AND e.k < ?` + filter + order
+		stmt := eventSelect + `events e WHERE e.k > ? AND e.k < ?` + filter + pageOrder(desc)
 		if err := db.queryEvents(ctx, tx, stmt, append(append([]any{max(lo, edge), hi}, args...), limit), each); err != nil {
 			return err
 		}
@@ -324,6 +317,14 @@ func (db *DB) termPart(ctx context.Context, tx *sql.Tx, n int64, t term, from, t
 	return nil
 }
 
+// pageOrder is the end of a page's statement: rows in key order, up to a limit.
+func pageOrder(desc bool) string {
+	if desc {
+		return " ORDER BY e.k DESC LIMIT ?"
+	}
+	return " ORDER BY e.k ASC LIMIT ?"
+}
+
 // errEnough stops a read of postings that found enough candidates.
 var errEnough = errors.New("enough postings")
 
@@ -334,11 +335,7 @@ func (db *DB) lookupSeqs(ctx context.Context, tx *sql.Tx, n int64, seqs []uint64
 	for _, s := range seqs {
 		a = append(a, key(n, s))
 	}
-	order := " ORDER BY e.k ASC LIMIT ?"
-	if desc {
-		order = " ORDER BY e.k DESC LIMIT ?"
-	}
-	stmt := eventSelect + `events e WHERE e.k IN (?` + strings.Repeat(",?", len(seqs)-1) + `)` + filter + order
+	stmt := eventSelect + `events e WHERE e.k IN (?` + strings.Repeat(",?", len(seqs)-1) + `)` + filter + pageOrder(desc)
 	return db.queryEvents(ctx, tx, stmt, append(append(a, args...), limit), each)
 }
 
