@@ -68,6 +68,18 @@ CREATE TABLE IF NOT EXISTS term_postings (
   PRIMARY KEY (log, kind, value, last)
 ) WITHOUT ROWID;`
 
+// postingInserts write the postings of one chunk, actor ids then target ids: each
+// groups the events with keys in (?1, ?2] of log ?3 by id, their sequences counted
+// from ?4 (the sequence of key ?1). One statement per kind: with UNION ALL over both,
+// SQLite materialized the union before grouping it.
+var postingInserts = [...]string{postingInsert(termActor, "actor_id"), postingInsert(termTarget, "target_id")}
+
+func postingInsert(kind int, col string) string {
+	return fmt.Sprintf(`INSERT INTO term_postings(log, kind, value, last, seqs)
+		SELECT ?3, %d, %s, max(k) - ?1 + ?4, group_concat(k - ?1 + ?4)
+		FROM cat.events WHERE k > ?1 AND k <= ?2 AND %[2]s <> '' GROUP BY %[2]s`, kind, col)
+}
+
 // termIndex owns the term file's writer connection and the indexer goroutine.
 type termIndex struct {
 	w    *sql.DB // one connection: the term file as main, the catalog attached as cat
@@ -278,20 +290,17 @@ func (ti *termIndex) index(ctx context.Context, n int64, to uint64) error {
 		// Seals commit whole batches of contiguous sequences, so if this transaction
 		// sees event to, it sees every event before it: the watermark never passes an
 		// event the index lacks.
-		var last int
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM cat.events WHERE k = ?`, hi).Scan(&last); err != nil {
+		var seen bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM cat.events WHERE k = ?)`, hi).Scan(&seen); err != nil {
 			return fmt.Errorf("last event of log %d: %w", n, err)
 		}
-		if last != 1 {
+		if !seen {
 			return fmt.Errorf("log %d has no event %d to index up to", n, to)
 		}
 		// One posting per (kind, id) of the chunk. Plain INSERT: the chunk starts at
 		// the watermark, so a posting already there would be a bug, not a retry.
-		for kind, col := range map[int]string{termActor: "actor_id", termTarget: "target_id"} {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO term_postings(log, kind, value, last, seqs)
-				SELECT ?3, ?4, `+col+`, max(k) - ?1 + ?5, group_concat(k - ?1 + ?5)
-				FROM cat.events WHERE k > ?1 AND k <= ?2 AND `+col+` <> '' GROUP BY `+col,
-				lo, hi, n, kind, from); err != nil {
+		for _, stmt := range postingInserts {
+			if _, err := tx.ExecContext(ctx, stmt, lo, hi, n, from); err != nil {
 				return fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
 			}
 		}
