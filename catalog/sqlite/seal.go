@@ -92,7 +92,7 @@ func (db *DB) Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) 
 	if err != nil {
 		return cp, fmt.Errorf("sqlite: seal %s at size %d: %w", log, cp.Size, err)
 	}
-	db.terms.sealed(n, next.Size)
+	db.terms.sealed(n, next.Size, b.Events)
 	db.pub.overlay(&next)
 	return next, nil
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"modernc.org/sqlite"
+
+	"github.com/sealtrail/sealtrail/catalog"
 )
 
 // The term index maps each actor id and target id to the sequences of its events. It
@@ -82,16 +84,18 @@ func postingInsert(kind int, col string) string {
 
 // termIndex owns the term file's writer connection and the indexer goroutine.
 type termIndex struct {
-	w    *sql.DB // one connection: the term file as main, the catalog attached as cat
+	w    *sql.DB   // one connection: the term file as main, the catalog attached as cat
+	ins  *sql.Stmt // the INSERT of postingRowsPerInsert postings (terms_recent.go)
 	log  *slog.Logger
 	wake chan struct{}
 	quit chan struct{}
 	done chan struct{}
 
 	mu        sync.Mutex
-	committed map[int64]uint64 // by log number: committed size, as this handle knows it
-	indexed   map[int64]uint64 // by log number: term_state.indexed_seq
-	held      bool             // tests: the indexer indexes nothing while set
+	committed map[int64]uint64  // by log number: committed size, as this handle knows it
+	indexed   map[int64]uint64  // by log number: term_state.indexed_seq
+	recent    map[int64]*recent // by log number: ids of committed events not yet indexed
+	held      bool              // tests: the indexer indexes nothing while set
 }
 
 // openTerms opens (creating or emptying as needed) the term file at path for the
@@ -108,10 +112,15 @@ func openTerms(ctx context.Context, path, catalogPath, id string, log *slog.Logg
 	w := sql.OpenDB(&attachConnector{dsn: "file:" + path + "?" + q.Encode(), name: "cat", path: catalogPath})
 	singleConn(w)
 	ti := &termIndex{w: w, log: log, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
-		committed: make(map[int64]uint64), indexed: make(map[int64]uint64)}
+		committed: make(map[int64]uint64), indexed: make(map[int64]uint64), recent: make(map[int64]*recent)}
 	if err := ti.load(ctx, id); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: term index %s: %w", path, err)
+	}
+	var err error
+	if ti.ins, err = w.PrepareContext(ctx, postingInsertRows(postingRowsPerInsert)); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: term index %s: prepare: %w", path, err)
 	}
 	go ti.run()
 	return ti, nil
@@ -191,13 +200,16 @@ func (ti *termIndex) load(ctx context.Context, id string) error {
 func (ti *termIndex) close() error {
 	close(ti.quit)
 	<-ti.done
+	ti.ins.Close()
 	return ti.w.Close()
 }
 
-// sealed records that log number n has committed size size.
-func (ti *termIndex) sealed(n int64, size uint64) {
+// sealed records that log number n has committed size size, the last events being
+// events (terms_recent.go).
+func (ti *termIndex) sealed(n int64, size uint64, events []catalog.Event) {
 	ti.mu.Lock()
 	ti.committed[n] = max(ti.committed[n], size)
+	ti.keep(n, events)
 	lag := size - min(size, ti.indexed[n])
 	ti.mu.Unlock()
 	if lag >= termChunk {
@@ -297,9 +309,17 @@ func (ti *termIndex) index(ctx context.Context, n int64, to uint64) error {
 		if !seen {
 			return fmt.Errorf("log %d has no event %d to index up to", n, to)
 		}
-		// One posting per (kind, id) of the chunk. Plain INSERT: the chunk starts at
-		// the watermark, so a posting already there would be a bug, not a retry.
+		// One posting per (kind, id) of the chunk, from the ids the seals handed over
+		// if they are all kept, else from the catalog. Plain INSERT: the chunk starts
+		// at the watermark, so a posting already there would be a bug, not a retry.
+		done, err := ti.indexKept(ctx, tx, n, uint64(from)+1, to)
+		if err != nil {
+			return fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
+		}
 		for _, stmt := range postingInserts {
+			if done {
+				break
+			}
 			if _, err := tx.ExecContext(ctx, stmt, lo, hi, n, from); err != nil {
 				return fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
 			}
@@ -315,6 +335,7 @@ func (ti *termIndex) index(ctx context.Context, n int64, to uint64) error {
 	}
 	ti.mu.Lock()
 	ti.indexed[n] = max(ti.indexed[n], uint64(from))
+	ti.forget(n, ti.indexed[n])
 	ti.mu.Unlock()
 	return nil
 }

@@ -1,0 +1,177 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sealtrail/sealtrail/catalog"
+)
+
+// A seal hands the ids of the events it committed to the indexer (sealed), which keeps
+// them per project-stream until it has indexed them. A chunk whose ids are all still
+// in memory is grouped in Go and its postings inserted as rows: reading the chunk's
+// events back from the catalog and grouping them in SQL was most of the indexer's
+// cost. A chunk that is not all in memory (events committed before this handle
+// opened, or more than recentMax behind) is read from the catalog as before. Both
+// ways write the same rows; TestRecentPostingsMatchCatalog checks it.
+
+// recentMax bounds the events whose ids the indexer keeps per project-stream; past it
+// the kept ids are dropped and the indexer reads the catalog.
+const recentMax = 4 * termChunk
+
+// recent are the actor and target ids of the committed events first, first+1, ...
+// of one project-stream.
+type recent struct {
+	first   uint64
+	actors  []string
+	targets []string
+}
+
+func (r *recent) end() uint64 { return r.first + uint64(len(r.actors)) } // the sequence after the last
+
+// keep appends the ids of events (committed, in sequence order) to the ids kept for
+// log number n. Called with ti.mu held.
+func (ti *termIndex) keep(n int64, events []catalog.Event) {
+	if len(events) == 0 {
+		return
+	}
+	r := ti.recent[n]
+	if r == nil || r.end() != events[0].Sequence || len(r.actors)+len(events) > recentMax {
+		if events[0].Sequence <= ti.indexed[n] || len(events) > recentMax {
+			delete(ti.recent, n)
+			return
+		}
+		r = &recent{first: events[0].Sequence}
+		ti.recent[n] = r
+	}
+	for i := range events {
+		r.actors = append(r.actors, events[i].ActorID)
+		r.targets = append(r.targets, events[i].TargetID)
+	}
+}
+
+// kept returns the ids of log number n's events from..to (inclusive) if they are all
+// kept. The slices are read-only views: keep only appends, forget makes new ones.
+func (ti *termIndex) kept(n int64, from, to uint64) (actors, targets []string, ok bool) {
+	ti.mu.Lock()
+	defer ti.mu.Unlock()
+	r := ti.recent[n]
+	if r == nil || from < r.first || to >= r.end() || from > to {
+		return nil, nil, false
+	}
+	lo, hi := from-r.first, to-r.first+1
+	return r.actors[lo:hi:hi], r.targets[lo:hi:hi], true
+}
+
+// forget drops the kept ids of log number n's events up to sequence to, once indexed.
+// Called with ti.mu held.
+func (ti *termIndex) forget(n int64, to uint64) {
+	r := ti.recent[n]
+	if r == nil || to < r.first {
+		return
+	}
+	if to+1 >= r.end() {
+		delete(ti.recent, n)
+		return
+	}
+	k := to + 1 - r.first
+	r.actors = slices.Clone(r.actors[k:])
+	r.targets = slices.Clone(r.targets[k:])
+	r.first = to + 1
+}
+
+// posting is one term_postings row in the making.
+type posting struct {
+	value string
+	last  uint64
+	seqs  []byte
+}
+
+// group returns the postings of ids, the ids of the events first, first+1, ... : one
+// per distinct non-empty id, its sequences ascending, in order of id (the order of
+// the primary key, so that inserting them walks the B-tree once rather than jumping
+// about it).
+func group(first uint64, ids []string) []posting {
+	at := make(map[string]int)
+	var out []posting
+	for i, id := range ids {
+		if id == "" {
+			continue
+		}
+		seq := first + uint64(i)
+		j, ok := at[id]
+		if !ok {
+			j = len(out)
+			at[id] = j
+			out = append(out, posting{value: id})
+		} else {
+			out[j].seqs = append(out[j].seqs, ',')
+		}
+		out[j].seqs = strconv.AppendUint(out[j].seqs, seq, 10)
+		out[j].last = seq
+	}
+	slices.SortFunc(out, func(a, b posting) int { return strings.Compare(a.value, b.value) })
+	return out
+}
+
+// postingRowsPerInsert is how many postings one INSERT statement writes.
+const postingRowsPerInsert = 200
+
+// insertPostings writes the postings of kind for log number n, with full the prepared
+// INSERT of postingRowsPerInsert rows.
+func insertPostings(ctx context.Context, tx *sql.Tx, full *sql.Stmt, n int64, kind int, ps []posting) error {
+	args := make([]any, 0, 5*min(len(ps), postingRowsPerInsert))
+	stmt := tx.StmtContext(ctx, full)
+	defer stmt.Close()
+	for len(ps) > 0 {
+		chunk := ps[:min(len(ps), postingRowsPerInsert)]
+		ps = ps[len(chunk):]
+		args = args[:0]
+		for _, p := range chunk {
+			args = append(args, n, kind, p.value, int64(p.last), string(p.seqs))
+		}
+		var err error
+		if len(chunk) == postingRowsPerInsert {
+			_, err = stmt.ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, postingInsertRows(len(chunk)), args...)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// postingInsertRows returns the INSERT of rows postings.
+func postingInsertRows(rows int) string {
+	var sb strings.Builder
+	sb.WriteString(`INSERT INTO term_postings(log, kind, value, last, seqs) VALUES `)
+	for i := range rows {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		sb.WriteString("(?,?,?,?,?)")
+	}
+	return sb.String()
+}
+
+// indexKept writes the postings of log number n's events from..to from the kept
+// ids, and reports false (writing nothing) if they are not all kept.
+func (ti *termIndex) indexKept(ctx context.Context, tx *sql.Tx, n int64, from, to uint64) (bool, error) {
+	actors, targets, ok := ti.kept(n, from, to)
+	if !ok {
+		return false, nil
+	}
+	if err := insertPostings(ctx, tx, ti.ins, n, termActor, group(from, actors)); err != nil {
+		return true, fmt.Errorf("actor postings: %w", err)
+	}
+	if err := insertPostings(ctx, tx, ti.ins, n, termTarget, group(from, targets)); err != nil {
+		return true, fmt.Errorf("target postings: %w", err)
+	}
+	return true, nil
+}
