@@ -115,18 +115,16 @@ func (s *Sequencer) publish(ctx context.Context, log catalog.LogID, w *tiles.Wri
 		if err != nil {
 			return err
 		}
-		if err := w.Materialize(ctx, cp.PublishedSize, leaves, cp.Root); err != nil {
-			if errors.Is(err, tiles.ErrConflict) || errors.Is(err, tiles.ErrMismatch) {
-				return fmt.Errorf("%w: materialize %s at %d: %w", errFatal, log, cp.Size, err)
-			}
-			return fmt.Errorf("materialize: %w", err)
-		}
 		note, err := tlog.SignCheckpoint(s.cfg.Key, tlog.CheckpointOrigin(s.cfg.Origin, log.ProjectID, string(log.Stream)), cp.Size, cp.Root)
 		if err != nil {
 			return err
 		}
-		if err := s.cfg.Store.Put(ctx, prefixOf(log).Key(tiles.CheckpointPath), note, tiles.CheckpointAttrs); err != nil {
-			return fmt.Errorf("write checkpoint: %w", err)
+		// The tiles and entry bundles, then, once they are durable, the note.
+		if err := w.Publish(ctx, cp.PublishedSize, leaves, cp.Root, note); err != nil {
+			if errors.Is(err, tiles.ErrConflict) || errors.Is(err, tiles.ErrMismatch) {
+				return fmt.Errorf("%w: materialize %s at %d: %w", errFatal, log, cp.Size, err)
+			}
+			return fmt.Errorf("publish: %w", err)
 		}
 		return nil
 	})

@@ -100,6 +100,18 @@ type BatchCreator interface {
 	CreateAll(ctx context.Context, objs []Object, a Attrs) error
 }
 
+// A BatchPublisher is a BatchCreator that can also replace one object, a checkpoint,
+// once every object of the batch is durable, sharing the batch's syncs: the filesystem
+// store writes the checkpoint's bytes with the batch's and only renames it into place
+// after them, instead of a Put with a sync of its own. CreateAllThenPut is CreateAll,
+// then, only if that succeeded, Put of put with attributes pa: put is never visible
+// before every object of objs is durable. The Writer's Publish uses it when the store
+// has it.
+type BatchPublisher interface {
+	BatchCreator
+	CreateAllThenPut(ctx context.Context, objs []Object, a Attrs, put Object, pa Attrs) error
+}
+
 // Object is a key and the bytes to store there.
 type Object struct {
 	Key  string

@@ -70,6 +70,23 @@ func NewWriter(s Store, p Prefix, log *slog.Logger) *Writer {
 // On a store error some objects may have been written; they are correct, and calling
 // Materialize again with the same arguments completes the work.
 func (w *Writer) Materialize(ctx context.Context, oldSize uint64, leafData [][]byte, root tlog.Hash) error {
+	return w.materialize(ctx, oldSize, leafData, root, nil)
+}
+
+// Publish is Materialize, then, once every object it wrote is durable, the checkpoint
+// note written to CheckpointPath (replacing the one there). On a store that is a
+// BatchPublisher both go in one CreateAllThenPut and share its syncs. On an error the
+// checkpoint may be unchanged while some objects exist, as after a failed
+// Materialize; calling Publish again completes the work.
+func (w *Writer) Publish(ctx context.Context, oldSize uint64, leafData [][]byte, root tlog.Hash, note []byte) error {
+	if len(note) == 0 {
+		return fmt.Errorf("tiles: publish %s: empty checkpoint note", w.prefix)
+	}
+	return w.materialize(ctx, oldSize, leafData, root, note)
+}
+
+// materialize is Materialize, then the checkpoint note unless note is nil.
+func (w *Writer) materialize(ctx context.Context, oldSize uint64, leafData [][]byte, root tlog.Hash, note []byte) error {
 	n := uint64(len(leafData))
 	newSize := oldSize + n
 	if newSize < oldSize || newSize > 1<<62 {
@@ -168,7 +185,7 @@ func (w *Writer) Materialize(ctx context.Context, oldSize uint64, leafData [][]b
 		return fmt.Errorf("tiles: materialize %s: partial entry bundle at size %d: %w", w.prefix, oldSize, err)
 	}
 
-	if err := w.write(ctx, objs); err != nil {
+	if err := w.write(ctx, objs, note); err != nil {
 		return err
 	}
 	w.edge, w.edgeSize = edge, newSize
@@ -182,30 +199,48 @@ type object struct {
 	data []byte
 }
 
-// write creates objs in the store: all at once if it is a BatchCreator, else with up
-// to writeParallelism Creates in flight.
-func (w *Writer) write(ctx context.Context, objs []object) error {
-	if bc, ok := w.store.(BatchCreator); ok {
-		all := make([]Object, len(objs))
-		for i, o := range objs {
-			all[i] = Object{Key: w.prefix.Key(o.path), Data: o.data}
-		}
-		if err := bc.CreateAll(ctx, all, ImmutableAttrs); err != nil {
-			return fmt.Errorf("tiles: materialize %s: write %d objects: %w", w.prefix, len(objs), err)
+// write creates objs in the store, then, unless note is nil, puts note at
+// CheckpointPath: all in one CreateAllThenPut if the store is a BatchPublisher, else
+// objs all at once if it is a BatchCreator, or with up to writeParallelism Creates in
+// flight, and the note after them.
+func (w *Writer) write(ctx context.Context, objs []object, note []byte) error {
+	all := make([]Object, len(objs))
+	for i, o := range objs {
+		all[i] = Object{Key: w.prefix.Key(o.path), Data: o.data}
+	}
+	if bp, ok := w.store.(BatchPublisher); ok && note != nil {
+		cp := Object{Key: w.prefix.Key(CheckpointPath), Data: note}
+		if err := bp.CreateAllThenPut(ctx, all, ImmutableAttrs, cp, CheckpointAttrs); err != nil {
+			return fmt.Errorf("tiles: publish %s: write %d objects and the checkpoint: %w", w.prefix, len(objs), err)
 		}
 		return nil
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(writeParallelism)
-	for _, o := range objs {
-		g.Go(func() error {
-			if err := w.store.Create(gctx, w.prefix.Key(o.path), o.data, ImmutableAttrs); err != nil {
-				return fmt.Errorf("tiles: materialize %s: write %s: %w", w.prefix, o.path, err)
-			}
-			return nil
-		})
+	if bc, ok := w.store.(BatchCreator); ok {
+		if err := bc.CreateAll(ctx, all, ImmutableAttrs); err != nil {
+			return fmt.Errorf("tiles: materialize %s: write %d objects: %w", w.prefix, len(objs), err)
+		}
+	} else {
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(writeParallelism)
+		for _, o := range all {
+			g.Go(func() error {
+				if err := w.store.Create(gctx, o.Key, o.Data, ImmutableAttrs); err != nil {
+					return fmt.Errorf("tiles: materialize %s: write %s: %w", w.prefix, o.Key, err)
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
 	}
-	return g.Wait()
+	if note == nil {
+		return nil
+	}
+	if err := w.store.Put(ctx, w.prefix.Key(CheckpointPath), note, CheckpointAttrs); err != nil {
+		return fmt.Errorf("tiles: publish %s: write checkpoint: %w", w.prefix, err)
+	}
+	return nil
 }
 
 // loadEdge returns the right edge of the tree of size size: the Writer's own if it

@@ -11,7 +11,7 @@ import (
 	"github.com/sealtrail/sealtrail/tiles"
 )
 
-var _ tiles.BatchCreator = (*Store)(nil)
+var _ tiles.BatchPublisher = (*Store)(nil)
 
 // CreateAll implements tiles.BatchCreator, with Create's guarantees for every object
 // at the cost of two filesystem syncs in all rather than two fsyncs per object (on a
@@ -30,6 +30,21 @@ var _ tiles.BatchCreator = (*Store)(nil)
 // filesystem the store lives on, so other writers' dirty data on it is flushed too;
 // where the platform has no syncfs, CreateAll calls Create for each object.
 func (s *Store) CreateAll(ctx context.Context, objs []tiles.Object, a tiles.Attrs) error {
+	return s.createAll(ctx, objs, a, nil, tiles.Attrs{})
+}
+
+// CreateAllThenPut implements tiles.BatchPublisher: CreateAll, with put's bytes
+// written to a temporary file beside its name in step 1 (made durable by the first
+// syncfs), and renamed over its name after step 4, then its directory fsynced. So a
+// publication costs two filesystem syncs and a directory fsync, where CreateAll and
+// then Put cost two syncs and two fsyncs. put replaces its object only after every
+// object of objs is durable, as a Put after CreateAll would.
+func (s *Store) CreateAllThenPut(ctx context.Context, objs []tiles.Object, a tiles.Attrs, put tiles.Object, pa tiles.Attrs) error {
+	return s.createAll(ctx, objs, a, &put, pa)
+}
+
+// createAll is CreateAll, then the replacement of put if it is not nil.
+func (s *Store) createAll(ctx context.Context, objs []tiles.Object, a tiles.Attrs, put *tiles.Object, pa tiles.Attrs) error {
 	paths := make([]string, len(objs))
 	for i, o := range objs {
 		p, err := s.path(o.Key)
@@ -37,6 +52,14 @@ func (s *Store) CreateAll(ctx context.Context, objs []tiles.Object, a tiles.Attr
 			return err
 		}
 		paths[i] = p
+	}
+	var putPath string
+	if put != nil {
+		p, err := s.path(put.Key)
+		if err != nil {
+			return err
+		}
+		putPath = p
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -46,6 +69,9 @@ func (s *Store) CreateAll(ctx context.Context, objs []tiles.Object, a tiles.Attr
 			if err := s.Create(ctx, o.Key, o.Data, a); err != nil {
 				return err
 			}
+		}
+		if put != nil {
+			return s.Put(ctx, put.Key, put.Data, pa)
 		}
 		return nil
 	}
@@ -76,7 +102,24 @@ func (s *Store) CreateAll(ctx context.Context, objs []tiles.Object, a tiles.Attr
 		}
 		todo = append(todo, pending{i, tmp})
 	}
-	if len(todo) == 0 {
+	var putTmp string
+	if put != nil {
+		dir := filepath.Dir(putPath)
+		if err := s.mkdirAll(dir, false); err != nil {
+			return fmt.Errorf("fs: put %s: %w", put.Key, err)
+		}
+		tmp, err := writeTemp(dir, put.Data, false)
+		if err != nil {
+			return fmt.Errorf("fs: put %s: %w", put.Key, err)
+		}
+		putTmp = tmp
+		defer func() {
+			if putTmp != "" {
+				os.Remove(putTmp)
+			}
+		}()
+	}
+	if len(todo) == 0 && put == nil {
 		return nil
 	}
 	if err := s.syncAll(ctx); err != nil {
@@ -93,7 +136,22 @@ func (s *Store) CreateAll(ctx context.Context, objs []tiles.Object, a tiles.Attr
 			}
 		}
 	}
-	return s.syncAll(ctx)
+	if len(todo) > 0 {
+		if err := s.syncAll(ctx); err != nil {
+			return err
+		}
+	}
+	if put == nil {
+		return nil
+	}
+	if err := os.Rename(putTmp, putPath); err != nil {
+		return fmt.Errorf("fs: put %s: %w", put.Key, err)
+	}
+	putTmp = ""
+	if err := syncDir(filepath.Dir(putPath)); err != nil {
+		return fmt.Errorf("fs: put %s: %w", put.Key, err)
+	}
+	return nil
 }
 
 // syncAll flushes the filesystem holding the store's root.

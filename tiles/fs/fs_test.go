@@ -2,6 +2,7 @@ package fs_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,20 @@ func TestLayout(t *testing.T) {
 	}
 	if err := s.Put(ctx, keys[1], []byte("new"), tiles.CheckpointAttrs); err != nil {
 		t.Fatal(err)
+	}
+	tile := tiles.Object{Key: "p/events/tile/1/000.p/1", Data: []byte("t")}
+	if err := s.CreateAllThenPut(ctx, []tiles.Object{tile}, tiles.ImmutableAttrs,
+		tiles.Object{Key: keys[1], Data: []byte("newer")}, tiles.CheckpointAttrs); err != nil {
+		t.Fatal(err)
+	}
+	keys = append(keys, tile.Key)
+	err = s.CreateAllThenPut(ctx, []tiles.Object{{Key: keys[0], Data: []byte("other")}}, tiles.ImmutableAttrs,
+		tiles.Object{Key: keys[1], Data: []byte("forked")}, tiles.CheckpointAttrs)
+	if !errors.Is(err, tiles.ErrConflict) {
+		t.Fatalf("CreateAllThenPut over a different object = %v, want a conflict", err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, keys[1])); err != nil || string(got) != "newer" {
+		t.Fatalf("checkpoint %q, %v; want the one before the conflict", got, err)
 	}
 	var files []string
 	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {

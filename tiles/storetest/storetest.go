@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tiles.Store, opts Options) {
 		{"ConcurrentPut", testConcurrentPut},
 		{"CanceledContext", testCanceled},
 		{"CreateAll", testCreateAll},
+		{"CreateAllThenPut", testCreateAllThenPut},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -466,4 +467,62 @@ func testCreateAll(t *testing.T, s tiles.Store, o Options) {
 	for _, ob := range same {
 		mustGet(t, s, ob.Key, ob.Data)
 	}
+}
+
+// testCreateAllThenPut checks a BatchPublisher's CreateAllThenPut: the objects appear
+// and the checkpoint is replaced; when the batch fails (a conflict, an invalid key)
+// the checkpoint keeps its old bytes; an invalid checkpoint key writes nothing. Stores
+// without it skip.
+func testCreateAllThenPut(t *testing.T, s tiles.Store, _ Options) {
+	bp, ok := s.(tiles.BatchPublisher)
+	if !ok {
+		t.Skip("the store has no CreateAllThenPut")
+	}
+	cp := func(data []byte) tiles.Object { return tiles.Object{Key: "p/events/checkpoint", Data: data} }
+	objs := []tiles.Object{
+		{Key: "p/events/tile/0/000.p/3", Data: random(t, 3*32)},
+		{Key: "p/events/tile/entries/000.p/3", Data: random(t, 300)},
+	}
+	first := cp([]byte("size 3\n"))
+	if err := bp.CreateAllThenPut(ctx(t), objs, tiles.ImmutableAttrs, first, tiles.CheckpointAttrs); err != nil {
+		t.Fatal(err)
+	}
+	for _, ob := range append(slices.Clone(objs), first) {
+		mustGet(t, s, ob.Key, ob.Data)
+	}
+	// The same objects and one more, and a new checkpoint: it replaces the old one.
+	more := append(slices.Clone(objs), tiles.Object{Key: "p/events/tile/0/000.p/5", Data: random(t, 5*32)})
+	second := cp([]byte("size 5\n"))
+	if err := bp.CreateAllThenPut(ctx(t), more, tiles.ImmutableAttrs, second, tiles.CheckpointAttrs); err != nil {
+		t.Fatalf("CreateAllThenPut of identical objects, a new one and a new checkpoint: %v", err)
+	}
+	mustGet(t, s, more[2].Key, more[2].Data)
+	mustGet(t, s, second.Key, second.Data)
+	// No objects at all: the checkpoint alone is replaced.
+	third := cp([]byte("size 5, signed again\n"))
+	if err := bp.CreateAllThenPut(ctx(t), nil, tiles.ImmutableAttrs, third, tiles.CheckpointAttrs); err != nil {
+		t.Fatalf("CreateAllThenPut of no objects: %v", err)
+	}
+	mustGet(t, s, third.Key, third.Data)
+	// A conflicting object: a *ConflictError, and the checkpoint is not replaced.
+	changed := slices.Clone(objs)
+	changed[1] = tiles.Object{Key: objs[1].Key, Data: random(t, 300)}
+	err := bp.CreateAllThenPut(ctx(t), changed, tiles.ImmutableAttrs, cp([]byte("forked\n")), tiles.CheckpointAttrs)
+	if !errors.Is(err, tiles.ErrConflict) {
+		t.Fatalf("CreateAllThenPut with a changed object = %v, want a conflict", err)
+	}
+	mustGet(t, s, objs[1].Key, objs[1].Data)
+	mustGet(t, s, third.Key, third.Data)
+	// An invalid object key, or an invalid checkpoint key: an error, nothing written.
+	fresh := tiles.Object{Key: "p/events/tile/0/001.p/1", Data: random(t, 32)}
+	bad := []tiles.Object{fresh, {Key: "p/../escape", Data: []byte("x")}}
+	if err := bp.CreateAllThenPut(ctx(t), bad, tiles.ImmutableAttrs, cp([]byte("bad\n")), tiles.CheckpointAttrs); err == nil {
+		t.Fatal("CreateAllThenPut with an invalid object key succeeded")
+	}
+	if err := bp.CreateAllThenPut(ctx(t), []tiles.Object{fresh}, tiles.ImmutableAttrs,
+		tiles.Object{Key: "p/../checkpoint", Data: []byte("bad\n")}, tiles.CheckpointAttrs); err == nil {
+		t.Fatal("CreateAllThenPut with an invalid checkpoint key succeeded")
+	}
+	mustNotFound(t, s, fresh.Key)
+	mustGet(t, s, third.Key, third.Data)
 }
