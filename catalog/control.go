@@ -136,6 +136,18 @@ type Retention struct {
 	UpdatedAt time.Time
 }
 
+// Validate checks the policy before a driver stores it: a valid project-stream and a
+// positive number of days.
+func (r Retention) Validate() error {
+	if err := r.Log.Validate(); err != nil {
+		return err
+	}
+	if r.Days <= 0 {
+		return fmt.Errorf("%w: retention of %d days", ErrInvalid, r.Days)
+	}
+	return nil
+}
+
 // HoldState is the state of a legal hold.
 type HoldState string
 

@@ -208,11 +208,8 @@ func (db *DB) RevokeSigningKey(ctx context.Context, projectID, keyID string, at 
 
 // SetRetention creates or replaces the retention policy of r.Log.
 func (db *DB) SetRetention(ctx context.Context, r catalog.Retention) (catalog.Retention, error) {
-	if err := r.Log.Validate(); err != nil {
+	if err := r.Validate(); err != nil {
 		return r, err
-	}
-	if r.Days <= 0 {
-		return r, fmt.Errorf("%w: retention of %d days", catalog.ErrInvalid, r.Days)
 	}
 	r.UpdatedAt = db.stamp(r.UpdatedAt)
 	if _, err := db.pool.Exec(ctx, `INSERT INTO retention_policies(project_id, stream, days, updated_at) VALUES ($1, $2, $3, $4)
