@@ -98,8 +98,9 @@ type logSequencer struct {
 	wake     chan struct{}
 
 	// Seal loop only.
-	lastTS    time.Time
-	lastBatch int // entries of the last pool taken for sealing
+	lastTS    time.Time // receive time of the last event sealed, as far as known
+	lastSize  uint64    // checkpoint size at which lastTS was known
+	lastBatch int       // entries of the last pool taken for sealing
 	// Publish loop only.
 	writer *tiles.Writer
 }
@@ -284,6 +285,7 @@ func (ls *logSequencer) seal(p *pool) error {
 	p.size = cp.Size
 	if b != nil {
 		p.size = max(p.size, b.first+uint64(len(b.batch.Events))-1)
+		ls.lastSize = b.first + uint64(len(b.batch.Events)) - 1 // lastTS is this batch's time
 	}
 	close(p.committed)
 	return nil
@@ -325,7 +327,10 @@ func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *poo
 	if err != nil {
 		return nil, err
 	}
-	ts := ls.timestamp()
+	ts, err := ls.timestamp(ctx, cp)
+	if err != nil {
+		return nil, err
+	}
 	first := cp.Size + 1
 	events := make([]catalog.Event, len(newAt))
 	bundle := tiles.PayloadBundle{First: first, Records: make([]tiles.PayloadRecord, len(newAt))}
@@ -501,15 +506,30 @@ func (ls *logSequencer) resolveIDs(ctx context.Context, p *pool) ([]int, error) 
 	return newAt, nil
 }
 
-// timestamp returns the batch's receive time: now, to the millisecond, never earlier
-// than the previous batch's in this process.
-func (ls *logSequencer) timestamp() time.Time {
+// timestamp returns the receive time of the batch to be sealed on checkpoint cp: now,
+// to the millisecond, never earlier than the receive time of the last event sealed in
+// the project-stream, so receive times (and the leaves' timestamps) never decrease
+// with the sequence, across restarts, clock steps and replicas. The catalog relies on
+// it for fast time filters (docs/catalog.md). That last time is known without a read
+// when the previous batch on cp was this loop's own; otherwise (the first batch, or
+// another replica sealed since) it is read from the catalog.
+func (ls *logSequencer) timestamp(ctx context.Context, cp catalog.Checkpoint) (time.Time, error) {
+	if cp.Size > 0 && cp.Size != ls.lastSize {
+		last, err := ls.s.cfg.Catalog.QueryEvents(ctx, catalog.Query{Log: ls.log, Descending: true, Limit: 1})
+		if err != nil {
+			return time.Time{}, fmt.Errorf("receive time of the last event: %w", err)
+		}
+		if len(last) == 1 && last[0].ReceivedAt.After(ls.lastTS) {
+			ls.lastTS = last[0].ReceivedAt
+		}
+		ls.lastSize = cp.Size
+	}
 	ts := ls.s.cfg.Now().UTC().Truncate(time.Millisecond)
 	if ts.Before(ls.lastTS) {
 		ts = ls.lastTS
 	}
 	ls.lastTS = ts
-	return ts
+	return ts, nil
 }
 
 // payloadAAD binds a ciphertext to its project-stream, sequence and event id, so a

@@ -314,3 +314,65 @@ func TestShreddedEventsStillProve(t *testing.T) {
 	}
 	h.checkLog(testLog, res)
 }
+
+// TestReceiveTimesNeverDecrease checks that receive times rise with the sequence when
+// the clock of the next sealer is behind: a restarted process whose clock stepped
+// back, and two sequencers sealing one project-stream in turn (replicas).
+func TestReceiveTimesNeverDecrease(t *testing.T) {
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	// Clocks that run, from at; the one at t0 stays an hour behind the other while the
+	// test runs.
+	start := time.Now()
+	clock := func(at time.Time) func() time.Time { return func() time.Time { return at.Add(time.Since(start)) } }
+	h := newHarness(t, func(c *Config) { c.Now = clock(t0.Add(time.Hour)) })
+	h.submitN(testLog, 5)
+
+	// A second sequencer on the same catalog and store, its clock an hour behind.
+	s2, err := New(Config{Catalog: h.db, Store: h.store, Keyring: h.keys, Origin: testOrigin, Key: h.key, Now: clock(t0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close(ctx)
+	if _, err := s2.Submit(ctx, testLog, entry(100)); err != nil {
+		t.Fatal(err)
+	}
+	// The first sequencer again (its own last batch is no longer the last one), then
+	// the second.
+	if _, err := h.seq.Submit(ctx, testLog, entry(101)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.Submit(ctx, testLog, entry(102)); err != nil {
+		t.Fatal(err)
+	}
+	evs, err := h.db.QueryEvents(ctx, catalog.Query{Log: testLog, Limit: 100})
+	if err != nil || len(evs) != 8 {
+		t.Fatalf("%d events, %v", len(evs), err)
+	}
+	got, err := h.seq.Events(ctx, testLog, []uint64{1, 6, 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i < len(evs); i++ {
+		if evs[i].ReceivedAt.Before(evs[i-1].ReceivedAt) {
+			t.Errorf("event %d received at %v, before event %d at %v", evs[i].Sequence, evs[i].ReceivedAt,
+				evs[i-1].Sequence, evs[i-1].ReceivedAt)
+		}
+	}
+	for _, e := range evs {
+		if e.ReceivedAt.Before(t0.Add(time.Hour)) {
+			t.Errorf("event %d received at %v, before the first sealer's clock", e.Sequence, e.ReceivedAt)
+		}
+	}
+	for _, e := range got {
+		if want := tlog.FormatTime(evs[e.Leaf.Sequence-1].ReceivedAt); e.Leaf.Timestamp != want {
+			t.Errorf("leaf %d has timestamp %s, want %s", e.Leaf.Sequence, e.Leaf.Timestamp, want)
+		}
+	}
+	// Time filters find them on the fast path: the catalog saw no time go back.
+	from, to := evs[0].ReceivedAt, evs[7].ReceivedAt.Add(time.Millisecond)
+	in, err := h.db.QueryEvents(ctx, catalog.Query{Log: testLog, From: from, To: to, Limit: 100})
+	if err != nil || len(in) != 8 {
+		t.Errorf("time filter found %d events, %v; want 8", len(in), err)
+	}
+}
