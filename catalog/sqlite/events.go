@@ -165,24 +165,40 @@ func (db *DB) QueryEvents(ctx context.Context, q catalog.Query) ([]catalog.Event
 	if len(where) > 0 {
 		filter = " AND " + strings.Join(where, " AND ")
 	}
+	// One read transaction: the time bounds, the term index's watermark and the rows
+	// are read from one snapshot.
+	tx, err := db.r.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: query events of %s: %w", q.Log, err)
+	}
+	defer tx.Rollback()
+	if !q.From.IsZero() || !q.To.IsZero() {
+		if lo, hi, err = timeBounds(ctx, tx, n, lo, hi, q.From, q.To); err != nil {
+			return nil, fmt.Errorf("sqlite: query events of %s: %w", q.Log, err)
+		}
+		if hi-lo < 2 {
+			return out, nil
+		}
+	}
 	order := pageOrder(q.Descending)
 	collect := func(e catalog.Event) { out = append(out, e) }
 	if len(terms) == 0 {
-		// With no filter, the page is a walk of the rowid range that stops after limit
-		// rows; an equality on log would lead SQLite to an index and a sort of the
-		// whole log instead. With a filter, log leads that filter's index.
+		// Without an action or status filter, the page is a walk of the rowid range
+		// that stops after limit rows; an equality on log would lead SQLite to an
+		// index and a sort of the whole log instead. With one, log leads that
+		// filter's index.
 		stmt := eventSelect + `events e WHERE e.k > ? AND e.k < ?` + filter + order
 		a := append([]any{lo, hi}, args...)
-		if filter != "" {
+		if q.Action != "" || q.Status != "" {
 			stmt = eventSelect + `events e WHERE e.log = ? AND e.k > ? AND e.k < ?` + filter + order
 			a = append([]any{n, lo, hi}, args...)
 		}
-		if err := db.queryEvents(ctx, db.r, stmt, append(a, limit), collect); err != nil {
+		if err := db.queryEvents(ctx, tx, stmt, append(a, limit), collect); err != nil {
 			return nil, fmt.Errorf("sqlite: query events of %s: %w", q.Log, err)
 		}
 		return out, nil
 	}
-	if err := db.queryTerms(ctx, n, lo, hi, terms, filter, args, q.Descending, limit, collect); err != nil {
+	if err := db.queryTerms(ctx, tx, n, lo, hi, terms, filter, args, q.Descending, limit, collect); err != nil {
 		return nil, fmt.Errorf("sqlite: query events of %s: %w", q.Log, err)
 	}
 	slices.SortFunc(out, func(a, b catalog.Event) int {
@@ -195,15 +211,10 @@ func (db *DB) QueryEvents(ctx context.Context, q catalog.Query) ([]catalog.Event
 	return out[:min(len(out), limit)], nil
 }
 
-// queryTerms runs the parts of a query driven by terms, in one read transaction: one
-// through the postings of each term, up to the indexed sequence, and one over the
+// queryTerms runs the parts of a query driven by terms, in the read transaction tx:
+// one through the postings of each term, up to the indexed sequence, and one over the
 // events after it. Each part returns at most limit rows in order; the caller merges.
-func (db *DB) queryTerms(ctx context.Context, n, lo, hi int64, terms []term, filter string, args []any, desc bool, limit int, each func(catalog.Event)) error {
-	tx, err := db.r.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
+func (db *DB) queryTerms(ctx context.Context, tx *sql.Tx, n, lo, hi int64, terms []term, filter string, args []any, desc bool, limit int, each func(catalog.Event)) error {
 	var indexed int64
 	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(indexed_seq), 0) FROM terms.term_state WHERE log = ?`, n).Scan(&indexed); err != nil {
 		return fmt.Errorf("term index watermark: %w", err)

@@ -100,7 +100,7 @@ func TestMigrateFromV1(t *testing.T) {
 	logs := []*v1Log{
 		{log: catalog.LogID{ProjectID: "prj_b", Stream: catalog.StreamEvents}, events: genEvents(31, "e", 40), published: 2,
 			created: at(1), updated: at(2), num: 3},
-		{log: catalog.LogID{ProjectID: "prj_a", Stream: catalog.StreamProjectAudit}, events: genEvents(32, "e", 3), published: 3,
+		{log: catalog.LogID{ProjectID: "prj_a", Stream: catalog.StreamProjectAudit}, events: orderTimes(genEvents(32, "e", 3)), published: 3,
 			created: at(3), updated: at(4), num: 2},
 		{log: catalog.LogID{ProjectID: "prj_a", Stream: catalog.StreamEvents}, events: genEvents(33, "e", 120),
 			created: at(5), updated: at(6), num: 1},
@@ -135,7 +135,7 @@ func TestMigrateFromV1(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(versions, []string{"0001_init", "0002_compact_events"}) {
+	if !slices.Equal(versions, []string{"0001_init", "0002_compact_events", "0003_time_bounds"}) {
 		t.Fatalf("schema_migrations = %v", versions)
 	}
 	var catalogID string
@@ -154,6 +154,17 @@ func TestMigrateFromV1(t *testing.T) {
 		}
 	}
 	slices.Sort(wantKeys)
+	// Migration 0003 marks the logs whose receive times rise with the sequence: the
+	// one sorted above and the one with no events.
+	for _, l := range logs {
+		sorted := slices.IsSortedFunc(l.events, func(a, b catalog.Event) int { return a.ReceivedAt.Compare(b.ReceivedAt) })
+		if got := timesOrdered(t, db, l.log); got != sorted {
+			t.Errorf("times_ordered of %s = %v, want %v", l.log, got, sorted)
+		}
+	}
+	if !timesOrdered(t, db, logs[1].log) || timesOrdered(t, db, logs[0].log) {
+		t.Errorf("the test's logs do not cover both values of times_ordered")
+	}
 	if err := eachRow(ctx, db.r, `SELECT k, log FROM events ORDER BY k`, nil, func(r *sql.Rows) error {
 		var k, n int64
 		if err := r.Scan(&k, &n); err != nil {
@@ -295,7 +306,7 @@ func TestMigrateFromV1(t *testing.T) {
 	if err := db.r.QueryRowContext(ctx, `SELECT (SELECT value FROM meta WHERE name = 'catalog_id'), (SELECT count(*) FROM schema_migrations)`).Scan(&id2, &n); err != nil {
 		t.Fatal(err)
 	}
-	if id2 != catalogID || n != 2 {
+	if id2 != catalogID || n != 3 {
 		t.Errorf("after reopening: catalog_id %q (was %q), %d migrations recorded", id2, catalogID, n)
 	}
 	t.Run("events after reopening", checkEvents)

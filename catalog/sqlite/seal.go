@@ -79,6 +79,9 @@ func (db *DB) Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) 
 			VALUES (?, ?, ?, ?, ?, ?)`, log.ProjectID, string(log.Stream), int64(cp.Size+1), len(b.Events), b.BatchID, ms(now)); err != nil {
 			return fmt.Errorf("insert batch: %w", mapErr(err))
 		}
+		if err := noteTimes(ctx, tx, n, cp.Size, b.Events); err != nil {
+			return err
+		}
 		if err := db.insertEvents(ctx, tx, n, b.Events); err != nil {
 			return err
 		}

@@ -479,8 +479,10 @@ func TestQueryTermsAgainstScan(t *testing.T) {
 	postingRows, termLookup = 3, 4
 
 	// Log B gets number 1, A 2, C 3: A's key range has neighbours on both sides, and
-	// all three share the ids.
-	evsA := genEvents(1, "a", 600)
+	// all three share the ids. A's receive times rise with the sequence, as the
+	// sequencer's do, so its time filters run on sequence bounds; B's and C's do not,
+	// so theirs check every row (times.go).
+	evsA := orderTimes(genEvents(1, "a", 600))
 	evsB := genEvents(2, "b", 10)
 	evsB[3].ActorType, evsB[3].ActorID = "user", "only-b"
 	evsC := genEvents(3, "c", 15)
@@ -491,6 +493,9 @@ func TestQueryTermsAgainstScan(t *testing.T) {
 	logs := map[catalog.LogID][]catalog.Event{termLogA: evsA, termLogB: evsB, termLogC: evsC}
 	if nA, nB := mustLogNum(t, db, termLogA), mustLogNum(t, db, termLogB); nA != 2 || nB != 1 {
 		t.Fatalf("log numbers: A %d, B %d; want 2, 1", nA, nB)
+	}
+	if !timesOrdered(t, db, termLogA) || timesOrdered(t, db, termLogB) || timesOrdered(t, db, termLogC) {
+		t.Fatal("times_ordered should be set for log A only")
 	}
 
 	shapes := queryShapes()
