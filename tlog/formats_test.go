@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -255,4 +256,53 @@ func FuzzOpenCheckpoint(f *testing.F) {
 		}
 		_, _ = ParseCheckpoint(data)
 	})
+}
+
+// parseTimeByLayout is ParseTime as it was first written: time.Parse, then a round
+// trip through Format. FuzzParseTime holds the fast parser to it.
+func parseTimeByLayout(s string) (time.Time, error) {
+	t, err := time.Parse(TimeLayout, s)
+	if err != nil || t.Format(TimeLayout) != s {
+		return time.Time{}, fmt.Errorf("timestamp %q is not RFC 3339 UTC with milliseconds", s)
+	}
+	return t, nil
+}
+
+func FuzzParseTime(f *testing.F) {
+	for _, s := range []string{
+		"2026-11-21T10:00:00.123Z", "2024-02-29T23:59:59.999Z", "2026-02-29T00:00:00.000Z",
+		"2026-13-01T00:00:00.000Z", "2026-00-10T00:00:00.000Z", "2026-04-31T00:00:00.000Z",
+		"2026-11-21T24:00:00.000Z", "2026-11-21T10:60:00.000Z", "2026-11-21T10:00:60.000Z",
+		"0000-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z", "2026-11-21T10:00:00.12Z",
+		"2026-11-21T10:00:00.1234Z", "2026-11-21T10:00:00.123+00:00", "2026-11-21 10:00:00.123Z",
+		"2026-11-21T10:00:00Z", "+026-11-21T10:00:00.123Z", "2026-11-21T10:00:00.12aZ", "",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := ParseTime(s)
+		want, werr := parseTimeByLayout(s)
+		if (err == nil) != (werr == nil) || !got.Equal(want) {
+			t.Fatalf("ParseTime(%q) = %v, %v; by layout %v, %v", s, got, err, want, werr)
+		}
+		if err == nil && FormatTime(got) != s {
+			t.Fatalf("FormatTime(ParseTime(%q)) = %q", s, FormatTime(got))
+		}
+	})
+}
+
+func BenchmarkParseTime(b *testing.B) {
+	const s = "2026-11-21T10:00:00.123Z"
+	for _, c := range []struct {
+		name  string
+		parse func(string) (time.Time, error)
+	}{{"fixed", ParseTime}, {"layout", parseTimeByLayout}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := c.parse(s); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

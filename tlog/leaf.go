@@ -15,11 +15,41 @@ const TimeLayout = "2006-01-02T15:04:05.000Z"
 // FormatTime renders t in TimeLayout, truncated to the millisecond.
 func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
 
-// ParseTime parses a timestamp that must be exactly in TimeLayout.
+// ParseTime parses a timestamp that must be exactly in TimeLayout: the string
+// FormatTime returns for the time it returns. It reads the fixed positions of the
+// layout itself (time.Parse and a round trip through Format cost a sealer about 2 % of
+// its CPU, once per leaf) and checks the calendar by building the date back.
 func ParseTime(s string) (time.Time, error) {
-	t, err := time.Parse(TimeLayout, s)
-	if err != nil || t.Format(TimeLayout) != s {
+	bad := func() (time.Time, error) {
 		return time.Time{}, fmt.Errorf("timestamp %q is not RFC 3339 UTC with milliseconds", s)
+	}
+	if len(s) != len(TimeLayout) {
+		return bad()
+	}
+	for i := range len(TimeLayout) {
+		if c := TimeLayout[i]; c >= '0' && c <= '9' {
+			if s[i] < '0' || s[i] > '9' {
+				return bad()
+			}
+		} else if s[i] != c {
+			return bad()
+		}
+	}
+	num := func(i, n int) int {
+		v := 0
+		for _, c := range []byte(s[i : i+n]) {
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	year, month, day := num(0, 4), num(5, 2), num(8, 2)
+	hour, minute, sec, milli := num(11, 2), num(14, 2), num(17, 2), num(20, 3)
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, milli*int(time.Millisecond), time.UTC)
+	// time.Date normalizes out-of-range fields (month 13, 30 February, 25:00); a
+	// valid timestamp comes back unchanged.
+	if y, m, d := t.Date(); y != year || int(m) != month || d != day ||
+		t.Hour() != hour || t.Minute() != minute || t.Second() != sec {
+		return bad()
 	}
 	return t, nil
 }
