@@ -150,8 +150,9 @@ func (st *insertStmts) close() {
 func insertStatement(rows int) string {
 	var sb strings.Builder
 	// OR ROLLBACK: a refused row (a re-used event id) ends the whole seal transaction,
-	// which is what the seal wants anyway, so SQLite keeps no statement journal (a
-	// copy of every page the statement touches, to undo it alone).
+	// which is what the seal wants anyway. SQLite still keeps a statement journal (a
+	// copy of every page the statement touches, in memory here): the explicit rowid
+	// gets a type check that may abort the statement (docs/catalog.md).
 	sb.WriteString(`INSERT OR ROLLBACK INTO events(k, log, event_id, received_ms, action, status,
 		actor_type, actor_id, target_type, target_id, payload_hash, leaf_hash) VALUES `)
 	for i := 0; i < rows; i++ {
