@@ -284,8 +284,9 @@ func (ls *logSequencer) seal(p *pool) error {
 	}
 	p.size = cp.Size
 	if b != nil {
-		p.size = max(p.size, b.first+uint64(len(b.batch.Events))-1)
-		ls.lastSize = b.first + uint64(len(b.batch.Events)) - 1 // lastTS is this batch's time
+		end := b.first + uint64(len(b.batch.Events)) - 1
+		p.size = max(p.size, end)
+		ls.lastSize = end // lastTS is this batch's time
 	}
 	close(p.committed)
 	return nil
