@@ -2,6 +2,7 @@ package integration
 
 import (
 	"net/http"
+	"os"
 	"testing"
 	"time"
 
@@ -23,6 +24,9 @@ func TestReplicasShareRevocation(t *testing.T) {
 	t.Parallel()
 	dsn := testenv.PostgresDB(t)
 	dataDir := t.TempDir()
+	if err := os.Chmod(dataDir, 0o700); err != nil { // t.TempDir's is 0777 less the umask, which serve refuses
+		t.Fatal(err)
+	}
 	env := []string{"SEALTRAIL_CATALOG=" + dsn}
 	a := startServer(t, serveOpts{dataDir: dataDir, env: env})
 	b := startServer(t, serveOpts{dataDir: dataDir, env: env})

@@ -178,7 +178,7 @@ func TestDevStartAndRestart(t *testing.T) {
 		if err != nil {
 			t.Fatalf("data/%s: %v", f, err)
 		}
-		if f != "catalog.db" && fi.Mode().Perm()&0o077 != 0 {
+		if fi.Mode().Perm()&0o077 != 0 {
 			t.Errorf("data/%s has mode %v, want no group or other access", f, fi.Mode().Perm())
 		}
 	}

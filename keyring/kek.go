@@ -9,10 +9,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/sealtrail/sealtrail/internal/private"
 )
 
 // Wrapper protects data keys at rest with a key-encryption key (KEK). The local file
@@ -74,24 +75,9 @@ func NewFileKEK(key []byte) (*FileKEK, error) {
 }
 
 func readKEK(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	key, err := private.ReadSecret("KEK file", path, kekSize)
 	if err != nil {
-		return nil, fmt.Errorf("keyring: open KEK file: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("keyring: stat KEK file: %w", err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("keyring: KEK file %s is not a regular file", path)
-	}
-	if perm := st.Mode().Perm(); perm&0o077 != 0 {
-		return nil, fmt.Errorf("keyring: KEK file %s has mode %#o; it must not be accessible to group or others (chmod 600)", path, perm)
-	}
-	key, err := io.ReadAll(io.LimitReader(f, kekSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("keyring: read KEK file: %w", err)
+		return nil, fmt.Errorf("keyring: %w", err)
 	}
 	if len(key) != kekSize {
 		return nil, fmt.Errorf("keyring: KEK file %s holds %d bytes, want %d", path, len(key), kekSize)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/catalog/sqlite"
+	"github.com/sealtrail/sealtrail/internal/private"
 )
 
 var (
@@ -255,8 +256,9 @@ func TestKEKFile(t *testing.T) {
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadOrCreateKEKFile(path); err == nil {
-		t.Fatal("a world-readable KEK file was accepted")
+	var me *private.ModeError
+	if _, err := LoadOrCreateKEKFile(path); !errors.As(err, &me) || me.Path != path {
+		t.Fatalf("a world-readable KEK file: %v, want a *private.ModeError naming it", err)
 	}
 	short := filepath.Join(dir, "short")
 	if err := os.WriteFile(short, []byte("too short"), 0o600); err != nil {

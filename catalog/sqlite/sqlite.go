@@ -34,6 +34,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/internal/private"
 )
 
 //go:embed migrations/*.sql
@@ -98,6 +99,14 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	wq.Add("_pragma", "temp_store(MEMORY)")
 	// Checkpoints run on their own connection (walcheckpoint.go), not in a seal.
 	wq.Add("_pragma", "wal_autocheckpoint(0)")
+	// SQLite would create the files 0644 less the umask; created here first, they are
+	// 0600, and SQLite gives each WAL, shared-memory and journal file the mode of its
+	// database file.
+	for _, p := range []string{path, path + termsSuffix} {
+		if err := createPrivate(p); err != nil {
+			return nil, fmt.Errorf("sqlite: create %s: %w", p, err)
+		}
+	}
 	w, err := sql.Open("sqlite", "file:"+path+"?"+wq.Encode())
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
@@ -119,7 +128,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: catalog id: %w", err)
 	}
-	termsPath := path + "-terms"
+	termsPath := path + termsSuffix
 	if db.terms, err = openTerms(ctx, termsPath, path, id, opts.Logger); err != nil {
 		w.Close()
 		return nil, err
@@ -142,6 +151,22 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	db.walc = startWALCheckpointer(c, opts.Logger)
 	db.pub.start(db)
 	return db, nil
+}
+
+// termsSuffix names the term index file after the catalog file.
+const termsSuffix = "-terms"
+
+// createPrivate creates an empty file at path with mode 0600 unless a file is there,
+// whose mode it leaves as it is.
+func createPrivate(path string) error {
+	f, err := private.Create(path)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // Close closes the database. Seals in progress fail.

@@ -27,6 +27,7 @@ import (
 	"github.com/sealtrail/sealtrail/catalog/sqlite"
 	"github.com/sealtrail/sealtrail/control"
 	"github.com/sealtrail/sealtrail/httpapi"
+	"github.com/sealtrail/sealtrail/internal/private"
 	"github.com/sealtrail/sealtrail/keyring"
 	"github.com/sealtrail/sealtrail/sequencer"
 	"github.com/sealtrail/sealtrail/tiles"
@@ -77,7 +78,11 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	logger := newLogger(stderr, cfg.LogLevel)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return run(ctx, cfg, *dev, logger, stdout)
+	err := run(ctx, cfg, *dev, logger, stdout)
+	if me := (*private.ModeError)(nil); errors.As(err, &me) {
+		return usageError{err} // the operator's to fix, like a bad config
+	}
+	return err
 }
 
 func newLogger(w io.Writer, level string) *slog.Logger {
@@ -88,8 +93,13 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 
 // run starts the service and blocks until ctx ends, then shuts down gracefully.
 func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout io.Writer) error {
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+	if err := private.MkdirAll(cfg.DataDir); err != nil {
 		return fmt.Errorf("data dir: %w", err)
+	}
+	// A data folder that others can enter exposes the catalog and the store: refuse
+	// it rather than change a mode the operator chose (docs/operations.md).
+	if err := private.CheckDir("data directory", cfg.DataDir); err != nil {
+		return err
 	}
 	key, err := loadOrCreateSigningKey(cfg.SigningKeyFile)
 	if err != nil {
@@ -165,7 +175,7 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 
 func openCatalog(ctx context.Context, dsn string, logger *slog.Logger) (db, error) {
 	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		if err := private.MkdirAll(filepath.Dir(path)); err != nil {
 			return nil, fmt.Errorf("catalog dir: %w", err)
 		}
 		d, err := sqlite.Open(ctx, path, sqlite.Options{Logger: logger})
@@ -192,10 +202,13 @@ func ready(ctx context.Context, cat db, store tiles.Store) error {
 	return nil
 }
 
+// maxSecretFile bounds what is read of the service key and operator token files.
+const maxSecretFile = 4096
+
 // loadOrCreateSigningKey reads the service key (hex seed) at path, creating it with
-// mode 0600 if it does not exist.
+// mode 0600 if it does not exist. A file group or others can access is refused.
 func loadOrCreateSigningKey(path string) (ed25519.PrivateKey, error) {
-	data, err := os.ReadFile(path)
+	data, err := private.ReadSecret("service key", path, maxSecretFile)
 	if errors.Is(err, os.ErrNotExist) {
 		_, priv, err := tlog.GenerateKey()
 		if err != nil {
@@ -207,7 +220,7 @@ func loadOrCreateSigningKey(path string) (ed25519.PrivateKey, error) {
 		return loadOrCreateSigningKey(path)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("service key: %w", err)
+		return nil, err
 	}
 	priv, err := tlog.ParsePrivateKey(strings.TrimSpace(string(data)))
 	if err != nil {
@@ -216,8 +229,10 @@ func loadOrCreateSigningKey(path string) (ed25519.PrivateKey, error) {
 	return priv, nil
 }
 
+// loadOrCreateToken reads the operator token at path, creating it with mode 0600 if it
+// does not exist. A file group or others can access is refused.
 func loadOrCreateToken(path string) (string, error) {
-	data, err := os.ReadFile(path)
+	data, err := private.ReadSecret("operator token", path, maxSecretFile)
 	if errors.Is(err, os.ErrNotExist) {
 		var b [32]byte
 		if _, err := rand.Read(b[:]); err != nil {
@@ -229,7 +244,7 @@ func loadOrCreateToken(path string) (string, error) {
 		return loadOrCreateToken(path)
 	}
 	if err != nil {
-		return "", fmt.Errorf("operator token: %w", err)
+		return "", err
 	}
 	tok := strings.TrimSpace(string(data))
 	if len(tok) < 16 {
@@ -241,10 +256,10 @@ func loadOrCreateToken(path string) (string, error) {
 // writeSecretFile creates path with mode 0600, failing if it exists (a concurrent
 // first start keeps the first file).
 func writeSecretFile(path, content string) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := private.MkdirAll(filepath.Dir(path)); err != nil {
 		return err
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := private.Create(path)
 	if errors.Is(err, os.ErrExist) {
 		return nil
 	}

@@ -1,6 +1,7 @@
 // Package fs is the filesystem driver of tiles.Store, the default: one file per
 // object under a root directory, with the key's slashes as directories. A mirror can
-// serve the root with any static file server.
+// serve the root with any static file server running as the service's user (the files
+// are private to it, see below).
 //
 // Durability follows the POSIX recipe: data goes to a temporary file in the target
 // directory, which is fsynced, then moved into place without replacing (Create:
@@ -8,6 +9,9 @@
 // the old file (Put), and the directory is fsynced; directories created on the way are
 // fsynced into their parents. Temporary files are named ".tmp-*"; a crash can leave
 // one behind, which is harmless and never read (keys cannot start with a dot).
+//
+// Files are created with mode 0600 and folders with mode 0700 (package
+// internal/private): only the service's user reads the store.
 package fs
 
 import (
@@ -21,6 +25,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sealtrail/sealtrail/internal/private"
 	"github.com/sealtrail/sealtrail/tiles"
 )
 
@@ -40,7 +45,7 @@ func New(dir string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fs: %w", err)
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	if err := private.MkdirAll(abs); err != nil {
 		return nil, fmt.Errorf("fs: create root: %w", err)
 	}
 	return &Store{root: abs}, nil
@@ -189,7 +194,10 @@ func writeTemp(dir string, data []byte, sync bool) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = f.Write(data)
+	err = f.Chmod(private.FileMode) // 0600 whatever the umask
+	if err == nil {
+		_, err = f.Write(data)
+	}
 	if err == nil && sync {
 		err = f.Sync()
 	}
@@ -223,12 +231,12 @@ func (s *Store) mkdirAll(dir string, sync bool) error {
 // parent is fsynced again, since that writer may not have done so yet.
 func (s *Store) mkdir(dir string, sync bool) error {
 	parent := filepath.Dir(dir)
-	err := os.Mkdir(dir, 0o755)
+	err := private.Mkdir(dir)
 	if errors.Is(err, fs.ErrNotExist) && dir != s.root && parent != dir {
 		if err := s.mkdir(parent, sync); err != nil {
 			return err
 		}
-		err = os.Mkdir(dir, 0o755)
+		err = private.Mkdir(dir)
 	}
 	if err != nil && !errors.Is(err, fs.ErrExist) {
 		return err
