@@ -61,6 +61,11 @@ type Config struct {
 	// ServicePublicKey pins the service Ed25519 key (lowercase hex). Without it the key
 	// is trusted on first use and stored with each pin.
 	ServicePublicKey string
+	// ProjectID, when set, is the project the API key belongs to: every head must be
+	// that project's, from the first check on, and a head store holding pins of another
+	// project on this base URL gives ErrProjectMismatch. Without it the project, like the
+	// key, is trusted on first use: that of the head first pinned on the base URL.
+	ProjectID string
 	// OnTamper is called once, with the error that poisoned the client, in addition to
 	// that error being returned. It runs on the goroutine that detected the tamper
 	// (a background goroutine for opportunistic checks) and must not block for long.
@@ -83,6 +88,7 @@ type Client struct {
 	signKeyID  string
 	signKey    ed25519.PrivateKey
 	serviceKey ed25519.PublicKey // configured key, or nil for trust on first use
+	projectID  string            // configured project, or "" for trust on first use
 	store      HeadStore
 	autoVerify bool
 	interval   time.Duration
@@ -134,6 +140,7 @@ func New(cfg Config) (*Client, error) {
 		interval:   cfg.AutoVerifyInterval,
 		onTamper:   cfg.OnTamper,
 		onCheckErr: cfg.OnCheckError,
+		projectID:  cfg.ProjectID,
 		streams:    map[Stream]*streamState{},
 	}
 	if cfg.SigningPrivateKey != "" {

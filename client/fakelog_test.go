@@ -28,6 +28,16 @@ const (
 	shrunk                    // the live tree minus its last leaf
 	otherKeySig               // the live head signed by another key, the real key advertised
 	keyChanged                // the live head signed by another key, that key advertised
+	otherProject              // the live head, validly signed, as the head of another project
+	otherStream               // the other stream's head, validly signed, for this stream
+	// Consistency proofs that do not prove the served head extends the pinned one:
+	proofRefused     // 400 for the sizes asked, although the service signed both
+	proofBadHex      // a proof hash that is not hex
+	proofShortHash   // a proof hash of 31 bytes
+	proofExtraHash   // one hash too many
+	proofMissingHash // one hash too few
+	proofOtherSizes  // a valid proof, for an older size than the one asked
+	proofOtherStream // the proof asked for, labelled with the other stream
 )
 
 // fakeLog is an in-process Sealtrail that keeps each stream's tree in a tlog.MemoryTree,
@@ -43,6 +53,7 @@ type fakeLog struct {
 	trees     map[string]*tlog.MemoryTree // by signed stream name
 	mode      misbehaviour
 	rootFail  string            // "503": answer /root with 503; "drop": drop the connection
+	proofFail string            // an HTTP status, "drop" or "html": how /proof/consistency fails
 	rootDelay time.Duration     // delay before answering /root
 	rootGate  chan struct{}     // when set, /root waits for it to close
 	signer    ed25519.PublicKey // when set, /log requires events signed by it
@@ -110,6 +121,12 @@ func (f *fakeLog) setRootFail(how string) {
 	f.mu.Unlock()
 }
 
+func (f *fakeLog) setProofFail(how string) {
+	f.mu.Lock()
+	f.proofFail = how
+	f.mu.Unlock()
+}
+
 // served returns the tree the fake pretends is live, its size, the key that signs its
 // head and the key it advertises.
 func (f *fakeLog) served(stream string) (*tlog.MemoryTree, uint64, ed25519.PrivateKey, string, error) {
@@ -145,6 +162,38 @@ func streamOf(r *http.Request) string {
 	return tlog.StreamEvents
 }
 
+// otherStreamOf returns the signed name of the stream that is not stream.
+func otherStreamOf(stream string) string {
+	if stream == tlog.StreamEvents {
+		return tlog.StreamProjectAudit
+	}
+	return tlog.StreamEvents
+}
+
+// failRequest answers as a failing service or network does when how is set ("drop",
+// "html" or an HTTP status) and reports whether it did.
+func failRequest(w http.ResponseWriter, how string) bool {
+	switch how {
+	case "":
+		return false
+	case "drop":
+		panic(http.ErrAbortHandler) // the client sees a transport error
+	case "html":
+		w.Header().Set("Content-Type", "text/html")
+		_, _ = io.WriteString(w, "<html><body>Service Unavailable</body></html>")
+		return true
+	}
+	status, err := strconv.Atoi(how)
+	if err != nil {
+		panic("fakeLog: unknown failure " + how)
+	}
+	if status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", "3")
+	}
+	writeTestJSON(w, status, map[string]string{"error": http.StatusText(status)})
+	return true
+}
+
 func (f *fakeLog) root(w http.ResponseWriter, r *http.Request) {
 	f.rootHits.Add(1)
 	n := f.inflight.Add(1)
@@ -172,16 +221,18 @@ func (f *fakeLog) root(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	switch fail {
-	case "503":
-		writeTestJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "try later"})
+	if failRequest(w, fail) {
 		return
-	case "drop":
-		panic(http.ErrAbortHandler) // the client sees a transport error
 	}
 	f.mu.Lock()
-	projectID := f.projectID
-	tr, size, signer, pub, err := f.served(streamOf(r))
+	projectID, stream := f.projectID, streamOf(r)
+	switch f.mode {
+	case otherProject:
+		projectID = "prj_other"
+	case otherStream:
+		stream = otherStreamOf(stream)
+	}
+	tr, size, signer, pub, err := f.served(stream)
 	var root tlog.Hash
 	if err == nil {
 		root, err = tr.Root(size)
@@ -191,7 +242,7 @@ func (f *fakeLog) root(w http.ResponseWriter, r *http.Request) {
 		writeTestJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
 		return
 	}
-	sth := tlog.STH{V: tlog.TreeHeadVersion, ProjectID: projectID, Stream: streamOf(r), TreeSize: size,
+	sth := tlog.STH{V: tlog.TreeHeadVersion, ProjectID: projectID, Stream: stream, TreeSize: size,
 		RootHash: tlog.Hex(root), Timestamp: tlog.FormatTime(time.Now())}
 	if err := tlog.SignSTH(signer, &sth); err != nil {
 		writeTestJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
@@ -209,24 +260,44 @@ func (f *fakeLog) consistency(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.mu.Lock()
-	tr, _, _, _, err := f.served(streamOf(r))
+	mode, fail := f.mode, f.proofFail
+	stream, proveFrom := streamOf(r), oldSize
+	if mode == proofOtherSizes {
+		proveFrom--
+	}
+	tr, _, _, _, err := f.served(stream)
 	var proof []tlog.Hash
 	if err == nil {
 		proof = []tlog.Hash{}
-		if oldSize > 0 && oldSize < newSize {
-			proof, err = tlog.ProveConsistency(oldSize, newSize, tr)
+		if proveFrom > 0 && proveFrom < newSize {
+			proof, err = tlog.ProveConsistency(proveFrom, newSize, tr)
 		}
 	}
 	f.mu.Unlock()
-	if err != nil {
-		writeTestJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	if failRequest(w, fail) {
+		return
+	}
+	if err != nil || mode == proofRefused {
+		writeTestJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("need oldSize <= newSize <= live size (%v)", err)})
 		return
 	}
 	hs := make([]string, len(proof))
 	for i, h := range proof {
 		hs[i] = tlog.Hex(h)
 	}
-	writeTestJSON(w, http.StatusOK, map[string]any{"stream": streamOf(r), "oldSize": oldSize, "newSize": newSize, "proof": hs})
+	switch mode {
+	case proofBadHex:
+		hs[0] = "zz" + hs[0][2:]
+	case proofShortHash:
+		hs[0] = hs[0][:62]
+	case proofExtraHash:
+		hs = append(hs, hs[0])
+	case proofMissingHash:
+		hs = hs[:len(hs)-1]
+	case proofOtherStream:
+		stream = otherStreamOf(stream)
+	}
+	writeTestJSON(w, http.StatusOK, map[string]any{"stream": stream, "oldSize": proveFrom, "newSize": newSize, "proof": hs})
 }
 
 func (f *fakeLog) verify(w http.ResponseWriter, r *http.Request) {

@@ -282,3 +282,49 @@ func TestServiceSigned(t *testing.T) {
 		t.Fatalf("verify full under another key: exit %d, want 1\n%s", code, out)
 	}
 }
+
+// TestServiceHeadOfAnotherProject: against the real service, with real signatures, a
+// head of another project (here served because the API key is that project's, as a
+// service routing one project's requests to another would serve it) is a tamper
+// against the pin, or against the configured project on first use; a configured project
+// over a store that holds another project's pin is ErrProjectMismatch.
+func TestServiceHeadOfAnotherProject(t *testing.T) {
+	s := realService(t)
+	ctx := context.Background()
+	other, err := s.newSignedProject("another-" + strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := func(apiKey, projectID string, store HeadStore) *Client {
+		t.Helper()
+		c, err := New(Config{APIKey: apiKey, BaseURL: s.base, HeadStore: store, ProjectID: projectID, AutoVerify: new(false)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	wantTamper := func(c *Client) {
+		t.Helper()
+		_, err := c.CheckConsistency(ctx, StreamEvents)
+		var te *TamperError
+		if !errors.As(err, &te) || te.Reason != ReasonBadSTHSignature || te.CurrentSTH.ProjectID != other.id || c.Err() == nil {
+			t.Fatalf("head of %s: %v, want bad_sth_signature", other.id, err)
+		}
+	}
+
+	store := NewMemoryHeadStore()
+	own, err := client(s.apiKey, "", store).CheckConsistency(ctx, StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantTamper(client(other.apiKey, "", store))
+	wantTamper(client(other.apiKey, own.ProjectID, NewMemoryHeadStore()))
+	mismatched := client(other.apiKey, other.id, store)
+	if _, err := mismatched.CheckConsistency(ctx, StreamEvents); !errors.Is(err, ErrProjectMismatch) || mismatched.Err() != nil {
+		t.Fatalf("configured project over another project's pin: %v", err)
+	}
+	if _, err := client(s.apiKey, own.ProjectID, store).CheckConsistency(ctx, StreamEvents); err != nil {
+		t.Fatalf("configured project matching the pin: %v", err)
+	}
+}

@@ -141,20 +141,29 @@ func TestCorruptPinIsNotTrusted(t *testing.T) {
 	}
 }
 
-// TestProjectMismatch: a store shared by two projects on one base URL is an error, not
-// a tamper.
+// TestProjectMismatch: a client configured for one project over a head store that
+// holds another project's pins for the base URL gets ErrProjectMismatch, for either
+// stream, pins nothing and is not poisoned. (Without a configured project the pin
+// decides, and a head of another project is a tamper: TestTamper.)
 func TestProjectMismatch(t *testing.T) {
 	ctx := context.Background()
 	store := NewMemoryHeadStore()
 	f := newFakeLog(t)
-	c := newTestClient(t, f, Config{HeadStore: store})
-	if _, err := c.CheckConsistency(ctx, ""); err != nil {
+	f.grow(t, tlog.StreamEvents, 2)
+	a := newTestClient(t, f, Config{HeadStore: store})
+	if _, err := a.CheckConsistency(ctx, ""); err != nil {
 		t.Fatal(err)
 	}
 	f.mu.Lock()
-	f.projectID = "prj_other"
+	f.projectID = "prj_b"
 	f.mu.Unlock()
-	if _, err := c.CheckConsistency(ctx, ""); !errors.Is(err, ErrProjectMismatch) || c.Err() != nil {
-		t.Fatalf("got %v", err)
+	b := newTestClient(t, f, Config{HeadStore: store, ProjectID: "prj_b"})
+	for _, s := range []Stream{StreamEvents, StreamProjectAudit} {
+		if _, err := b.CheckConsistency(ctx, s); !errors.Is(err, ErrProjectMismatch) || b.Err() != nil {
+			t.Fatalf("%s: got %v, poison %v", s, err, b.Err())
+		}
+	}
+	if pin, _ := store.Load(ctx, PinKey(f.srv.URL, StreamProjectAudit)); pin != nil {
+		t.Fatalf("pinned %+v", pin)
 	}
 }

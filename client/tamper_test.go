@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -71,6 +72,16 @@ func TestTamper(t *testing.T) {
 		{"head signed by another key, key configured", 4, otherKeySig, ReasonBadSTHSignature, true},
 		{"service key changed", 4, keyChanged, ReasonServiceKeyChanged, false},
 		{"service key changed, key configured", 4, keyChanged, ReasonServiceKeyChanged, true},
+		{"head of another project", 4, otherProject, ReasonBadSTHSignature, false},
+		{"head of another project, same size", 0, otherProject, ReasonBadSTHSignature, false},
+		{"head of the other stream", 4, otherStream, ReasonBadSTHSignature, false},
+		{"proof refused with 400", 4, proofRefused, ReasonInconsistentTree, false},
+		{"proof hash not hex", 4, proofBadHex, ReasonInconsistentTree, false},
+		{"proof hash of 31 bytes", 4, proofShortHash, ReasonInconsistentTree, false},
+		{"one proof hash too many", 4, proofExtraHash, ReasonInconsistentTree, false},
+		{"one proof hash too few", 4, proofMissingHash, ReasonInconsistentTree, false},
+		{"proof for other sizes", 4, proofOtherSizes, ReasonInconsistentTree, false},
+		{"proof of the other stream", 4, proofOtherStream, ReasonInconsistentTree, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
@@ -383,5 +394,90 @@ func TestKeyTrustedOncePerService(t *testing.T) {
 	var te *TamperError
 	if !errors.As(err, &te) || te.Reason != ReasonServiceKeyChanged || te.Stream != StreamProjectAudit {
 		t.Fatalf("got %v, want service_key_changed on project-audit", err)
+	}
+}
+
+// TestTamperFirstUse: a head validly signed for another stream, or for another project
+// than the configured one or the one pinned for the service's other stream, is
+// bad_sth_signature even when nothing is pinned for the stream yet.
+func TestTamperFirstUse(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		mode    misbehaviour
+		project string // Config.ProjectID
+		sibling bool   // pin the project-audit stream honestly first
+	}{
+		{"head of the other stream", otherStream, "", false},
+		{"head of another project than the configured one", otherProject, "prj_fake", false},
+		{"head of another project than the other stream's pin", otherProject, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakeLog(t)
+			f.grow(t, tlog.StreamEvents, 3)
+			f.grow(t, tlog.StreamProjectAudit, 2)
+			c := newTestClient(t, f, Config{ProjectID: tc.project})
+			if tc.sibling {
+				if _, err := c.CheckConsistency(ctx, StreamProjectAudit); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.setMode(tc.mode)
+			_, err := c.CheckConsistency(ctx, StreamEvents)
+			var te *TamperError
+			if !errors.As(err, &te) || te.Reason != ReasonBadSTHSignature || te.PinnedSTH != nil || te.CurrentSTH == nil {
+				t.Fatalf("got %v, want bad_sth_signature with no pinned head", err)
+			}
+			if c.Err() != error(te) {
+				t.Fatalf("not poisoned: %v", c.Err())
+			}
+		})
+	}
+	// Without a configured project or any pin, the first head's project is trusted,
+	// like the service key.
+	f := newFakeLog(t)
+	f.setMode(otherProject)
+	c := newTestClient(t, f, Config{})
+	if sth, err := c.CheckConsistency(ctx, StreamEvents); err != nil || sth.ProjectID != "prj_other" {
+		t.Fatalf("first use: %+v, %v", sth, err)
+	}
+}
+
+// TestProofFailuresNotTamper: a consistency proof that cannot be had (auth, rate limit,
+// server error, transport failure, a body that is not the documented JSON) is an error
+// that pins nothing and does not poison; the next check proves the growth and pins.
+func TestProofFailuresNotTamper(t *testing.T) {
+	ctx := context.Background()
+	for _, how := range []string{"401", "403", "404", "429", "500", "502", "503", "drop", "html"} {
+		t.Run(how, func(t *testing.T) {
+			f := newFakeLog(t)
+			f.grow(t, tlog.StreamEvents, 10)
+			store := NewMemoryHeadStore()
+			c := newTestClient(t, f, Config{HeadStore: store})
+			if _, err := c.CheckConsistency(ctx, StreamEvents); err != nil {
+				t.Fatal(err)
+			}
+			f.grow(t, tlog.StreamEvents, 4)
+			f.setProofFail(how)
+			_, err := c.CheckConsistency(ctx, StreamEvents)
+			var ae *APIError
+			switch {
+			case errors.Is(err, ErrTampered) || c.Err() != nil:
+				t.Fatalf("%s poisoned the client: %v", how, err)
+			case how == "html" && !errors.Is(err, ErrUnexpectedResponse):
+				t.Fatalf("a 200 that is not JSON: %v, want ErrUnexpectedResponse", err)
+			case how != "html" && !errors.As(err, &ae):
+				t.Fatalf("%s: %v, want an *APIError", how, err)
+			case how != "html" && how != "drop" && strconv.Itoa(ae.Status) != how:
+				t.Fatalf("%s: status %d", how, ae.Status)
+			}
+			if pin, _ := store.Load(ctx, PinKey(f.srv.URL, StreamEvents)); pin.STH.TreeSize != 10 {
+				t.Fatalf("a failed check moved the pin to %d", pin.STH.TreeSize)
+			}
+			f.setProofFail("")
+			if sth, err := c.CheckConsistency(ctx, StreamEvents); err != nil || sth.TreeSize != 14 {
+				t.Fatalf("after the failure cleared: %+v, %v", sth, err)
+			}
+		})
 	}
 }

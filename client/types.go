@@ -224,7 +224,7 @@ func parseHashes(hs []string) ([]tlog.Hash, error) {
 	for i, s := range hs {
 		h, err := tlog.ParseHash(s)
 		if err != nil {
-			return nil, fmt.Errorf("%w: proof hash %d: %w", ErrUnexpectedResponse, i, err)
+			return nil, fmt.Errorf("proof hash %d: %w", i, err)
 		}
 		out[i] = h
 	}

@@ -18,12 +18,16 @@ type TamperReason string
 
 // Tamper reasons (spec, "Verification rules a client applies").
 const (
-	// ReasonInconsistentTree: the consistency proof from the pinned head failed, or a
-	// head of the pinned size has a different root.
+	// ReasonInconsistentTree: the service did not prove that the served head extends
+	// the pinned one (the proof failed, was malformed, was for other sizes or another
+	// stream, or the sizes were refused with 400), or a head of the pinned size has a
+	// different root.
 	ReasonInconsistentTree TamperReason = "inconsistent_tree"
 	// ReasonTreeShrunk: the served tree is smaller than the pinned one.
 	ReasonTreeShrunk TamperReason = "tree_shrunk"
-	// ReasonBadSTHSignature: the served head does not verify under the expected key.
+	// ReasonBadSTHSignature: the served head does not verify under the expected key as
+	// a head of this project and stream (a valid signature on another log's head
+	// counts).
 	ReasonBadSTHSignature TamperReason = "bad_sth_signature"
 	// ReasonServiceKeyChanged: the service public key changed mid-history.
 	ReasonServiceKeyChanged TamperReason = "service_key_changed"
@@ -59,9 +63,9 @@ func (e *TamperError) Is(target error) bool { return target == ErrTampered }
 // reasons do.
 var ErrProofFailed = errors.New("sealtrail: verification failed")
 
-// ErrProjectMismatch means the pinned head belongs to another project than the one the
-// API key addresses: the head store is shared between projects on one base URL. Give
-// each project its own store. Nothing is pinned and the client is not poisoned.
+// ErrProjectMismatch means the head store holds a pin of another project than the
+// configured Config.ProjectID on the base URL: the store is shared between projects.
+// Give each project its own store. Nothing is pinned and the client is not poisoned.
 var ErrProjectMismatch = errors.New("sealtrail: pinned head belongs to another project")
 
 // tamper records e as the poison unless another tamper error got there first, calls
@@ -91,17 +95,19 @@ func (c *Client) state(s Stream) *streamState {
 // it extends it, pins and returns it (spec, "Verification rules a client applies"):
 //
 //  1. GET /root; the service key must be the configured or pinned one (else
-//     service_key_changed; on first use without a configured key it is trusted) and
-//     the head's signature must verify under it (else bad_sth_signature);
+//     service_key_changed; on first use without a configured key it is trusted), and
+//     the head's signature must verify under it as a head of this stream and of the
+//     configured or pinned project (else bad_sth_signature);
 //  2. a smaller tree than the pinned one is tree_shrunk; the same size with another
 //     root is inconsistent_tree;
 //  3. a larger tree needs GET /proof/consistency from the pinned size to the current
-//     size, verified locally (else inconsistent_tree);
+//     size, verified locally; a proof that fails, is malformed or is for other sizes
+//     or another stream, and a 400 refusing the sizes, are inconsistent_tree;
 //  4. the new head is saved in the head store.
 //
 // A tamper poisons the client and is returned as *TamperError. Any other failure
-// (network, HTTP status, malformed response, head store) pins nothing and is returned
-// as is.
+// (network, any other HTTP status, a body that is not the documented JSON, the head
+// store) pins nothing and is returned as is.
 func (c *Client) CheckConsistency(ctx context.Context, stream Stream) (*tlog.STH, error) {
 	if err := c.Err(); err != nil {
 		return nil, err
@@ -155,49 +161,43 @@ func (c *Client) check(ctx context.Context, s Stream) (*tlog.STH, *TamperError, 
 			Detail: fmt.Sprintf(format, args...)}, nil
 	}
 
-	// 1. The key, then the head's signature under it.
-	expected := root.ServicePublicKey // trust on first use
-	switch {
-	case c.serviceKey != nil:
-		expected = hex.EncodeToString(c.serviceKey)
-	case pin != nil:
-		expected = pin.ServicePublicKey
-	default:
-		// The first use of one stream trusts the key already pinned for the other
-		// stream of the same service, so a key is trusted once per base URL.
-		sibling, err := c.siblingKey(ctx, s)
-		if err != nil {
-			return nil, nil, err
-		}
-		if sibling != "" {
-			expected = sibling
-		}
+	// 1. The key, then the head's signature under it, then whose head it is.
+	want, err := c.expect(ctx, s, pin)
+	if err != nil {
+		return nil, nil, err
 	}
-	if pin != nil && pin.ServicePublicKey != expected {
-		return tamper(ReasonServiceKeyChanged, "head pinned under service key %s, configured key is %s", pin.ServicePublicKey, expected)
+	if want.key == "" {
+		want.key = root.ServicePublicKey // trust on first use
 	}
-	if root.ServicePublicKey != expected {
-		return tamper(ReasonServiceKeyChanged, "service presents key %s, expected %s", root.ServicePublicKey, expected)
+	if pin != nil && pin.ServicePublicKey != want.key {
+		return tamper(ReasonServiceKeyChanged, "head pinned under service key %s, configured key is %s", pin.ServicePublicKey, want.key)
 	}
-	pub, err := tlog.ParsePublicKey(expected)
+	if root.ServicePublicKey != want.key {
+		return tamper(ReasonServiceKeyChanged, "service presents key %s, expected %s", root.ServicePublicKey, want.key)
+	}
+	pub, err := tlog.ParsePublicKey(want.key)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: GET /root: servicePublicKey: %w", ErrUnexpectedResponse, err)
 	}
 	if err := tlog.VerifySTH(pub, &cur); err != nil {
 		return tamper(ReasonBadSTHSignature, "%v", err)
 	}
-	if cur.Stream != s.SignedName() {
-		return nil, nil, fmt.Errorf("%w: GET /root?stream=%s served the head of stream %q", ErrUnexpectedResponse, s, cur.Stream)
+	// The signature covers the project and the stream: a head signed for another log
+	// does not verify as a head of this one.
+	if cur.Stream != s.SignedName() || (want.project != "" && cur.ProjectID != want.project) {
+		project := want.project
+		if project == "" {
+			project = "(any)"
+		}
+		return tamper(ReasonBadSTHSignature, "head signed for project %s stream %s, expected project %s stream %s",
+			cur.ProjectID, cur.Stream, project, s.SignedName())
 	}
-	newPin := PinnedHead{STH: cur, ServicePublicKey: expected}
+	newPin := PinnedHead{STH: cur, ServicePublicKey: want.key}
 	if pin == nil {
 		if err := c.store.Save(ctx, key, newPin); err != nil {
 			return nil, nil, fmt.Errorf("sealtrail: save pinned head: %w", err)
 		}
 		return &cur, nil, nil
-	}
-	if pin.STH.ProjectID != cur.ProjectID {
-		return nil, nil, fmt.Errorf("%w: pinned %s, served %s", ErrProjectMismatch, pin.STH.ProjectID, cur.ProjectID)
 	}
 
 	// 2. Size and, at equal size, root.
@@ -211,20 +211,12 @@ func (c *Client) check(ctx context.Context, s Stream) (*tlog.STH, *TamperError, 
 		return tamper(ReasonInconsistentTree, "two roots for size %d: pinned %s, served %s", cur.TreeSize, old.RootHash, cur.RootHash)
 	case cur.TreeSize > old.TreeSize && old.TreeSize > 0:
 		// 3. The consistency proof, checked with local hash arithmetic.
-		cp, err := c.getConsistencyProof(ctx, ConsistencyProofInput{OldSize: old.TreeSize, NewSize: cur.TreeSize, Stream: s})
+		failure, err := c.proveGrowth(ctx, s, &old, &cur, oldRoot, newRoot)
 		if err != nil {
 			return nil, nil, err
 		}
-		if cp.OldSize != old.TreeSize || cp.NewSize != cur.TreeSize || cp.Stream != s.SignedName() {
-			return nil, nil, fmt.Errorf("%w: asked for the %s proof %d→%d, got %s %d→%d", ErrUnexpectedResponse,
-				s.SignedName(), old.TreeSize, cur.TreeSize, cp.Stream, cp.OldSize, cp.NewSize)
-		}
-		path, err := parseHashes(cp.Proof)
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := tlog.VerifyConsistency(old.TreeSize, cur.TreeSize, oldRoot, newRoot, path); err != nil {
-			return tamper(ReasonInconsistentTree, "size %d to %d: %v", old.TreeSize, cur.TreeSize, err)
+		if failure != "" {
+			return tamper(ReasonInconsistentTree, "%s", failure)
 		}
 	}
 
@@ -235,20 +227,72 @@ func (c *Client) check(ctx context.Context, s Stream) (*tlog.STH, *TamperError, 
 	return &cur, nil, nil
 }
 
-// siblingKey returns the service key pinned for the other stream of the base URL, or "".
-func (c *Client) siblingKey(ctx context.Context, s Stream) (string, error) {
-	other := StreamProjectAudit
-	if s == StreamProjectAudit {
-		other = StreamEvents
+// expected is what a served head must match; "" is trust on first use.
+type expected struct {
+	key     string // the service public key, hex
+	project string
+}
+
+// expect works out the service key and the project a head of s must have: the
+// configured ones, else those of the pin, else those pinned for the other stream of
+// the base URL, so that each is trusted at most once per service. A pin of another
+// project than the configured one is ErrProjectMismatch: the store is shared.
+func (c *Client) expect(ctx context.Context, s Stream, pin *PinnedHead) (expected, error) {
+	want := expected{project: c.projectID}
+	if c.serviceKey != nil {
+		want.key = hex.EncodeToString(c.serviceKey)
 	}
-	pin, err := c.store.Load(ctx, PinKey(c.baseURL, other))
+	ref := pin
+	if ref == nil {
+		other := StreamProjectAudit
+		if s == StreamProjectAudit {
+			other = StreamEvents
+		}
+		var err error
+		if ref, err = c.store.Load(ctx, PinKey(c.baseURL, other)); err != nil {
+			return want, fmt.Errorf("sealtrail: load pinned head: %w", err)
+		}
+	}
+	if ref == nil {
+		return want, nil
+	}
+	if want.project != "" && ref.STH.ProjectID != want.project {
+		return want, fmt.Errorf("%w: the head store holds a pin of %s on %s, the client is configured for %s",
+			ErrProjectMismatch, ref.STH.ProjectID, c.baseURL, want.project)
+	}
+	want.project = ref.STH.ProjectID
+	if want.key == "" {
+		want.key = ref.ServicePublicKey
+	}
+	return want, nil
+}
+
+// proveGrowth fetches the consistency proof from the pinned head old to the served
+// head cur and checks it. It describes the failure when the service fails to prove
+// that its own two heads are one history (inconsistent_tree), and returns an error
+// when the question could not be put (docs/client.md, "Tamper or API error"): a 400
+// refuses sizes the service itself signed, so it counts as a failed proof; any other
+// status, a transport failure or a body that is not the documented JSON does not.
+func (c *Client) proveGrowth(ctx context.Context, s Stream, old, cur *tlog.STH, oldRoot, newRoot tlog.Hash) (string, error) {
+	cp, err := c.getConsistencyProof(ctx, ConsistencyProofInput{OldSize: old.TreeSize, NewSize: cur.TreeSize, Stream: s})
+	var ae *APIError
+	switch {
+	case errors.As(err, &ae) && ae.Status == http.StatusBadRequest:
+		return fmt.Sprintf("the service refuses to prove size %d to %d, both signed by it: %s", old.TreeSize, cur.TreeSize, ae.Message), nil
+	case err != nil:
+		return "", err
+	case cp.OldSize != old.TreeSize || cp.NewSize != cur.TreeSize || cp.Stream != s.SignedName():
+		return fmt.Sprintf("asked for the %s proof %d to %d, got the %q proof %d to %d",
+			s.SignedName(), old.TreeSize, cur.TreeSize, cp.Stream, cp.OldSize, cp.NewSize), nil
+	}
+	path, err := parseHashes(cp.Proof)
 	if err != nil {
-		return "", fmt.Errorf("sealtrail: load pinned head: %w", err)
+		return fmt.Sprintf("size %d to %d: %v", old.TreeSize, cur.TreeSize, err), nil
 	}
-	if pin == nil {
-		return "", nil
+	if err := tlog.VerifyConsistency(old.TreeSize, cur.TreeSize, oldRoot, newRoot, path); err != nil {
+		return fmt.Sprintf("size %d to %d: %v", old.TreeSize, cur.TreeSize, err), nil
 	}
-	return pin.ServicePublicKey, nil
+	return "", nil
 }
 
 // maybeCheck starts an opportunistic check of s in the background when auto-verify is
@@ -395,7 +439,7 @@ func checkInclusion(p *InclusionProof, head *tlog.STH) error {
 	}
 	path, err := parseHashes(p.Proof)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrUnexpectedResponse, err)
 	}
 	root, _ := tlog.ParseHash(head.RootHash)
 	if err := tlog.VerifyInclusion(leaf, p.LeafIndex, p.TreeSize, path, root); err != nil {
