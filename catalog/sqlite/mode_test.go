@@ -9,7 +9,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/sealtrail/sealtrail/internal/private"
 	"github.com/sealtrail/sealtrail/internal/testenv"
 )
 
@@ -18,27 +17,16 @@ import (
 func TestFileModes(t *testing.T) {
 	testenv.Umask(t, 0)
 	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil { // the folder is the caller's, not the catalog's
+		t.Fatal(err)
+	}
 	db, err := Open(context.Background(), filepath.Join(dir, "catalog.db"), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range entries {
-		fi, err := e.Info()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if fi.Mode().Perm() != private.FileMode {
-			t.Errorf("%s has mode %#o, want %#o", e.Name(), fi.Mode().Perm(), private.FileMode)
-		}
-		names = append(names, e.Name())
-	}
-	want := []string{"catalog.db", "catalog.db-shm", "catalog.db-terms", "catalog.db-terms-shm", "catalog.db-terms-wal", "catalog.db-wal"}
+	names := testenv.PrivateTree(t, dir)
+	want := []string{".", "catalog.db", "catalog.db-shm", "catalog.db-terms", "catalog.db-terms-shm", "catalog.db-terms-wal", "catalog.db-wal"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("files %q, want %q", names, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,18 +41,9 @@ func TestCreateModes(t *testing.T) {
 	if _, err := private.Create(filepath.Join(deep, "secret")); !errors.Is(err, fs.ErrExist) {
 		t.Fatalf("Create of an existing file: %v, want fs.ErrExist", err)
 	}
-	for _, p := range []string{"a", "a/b", "a/b/c", "a/b/c/d", "a/b/c/secret"} {
-		fi, err := os.Stat(filepath.Join(root, p))
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := private.FileMode
-		if fi.IsDir() {
-			want = private.DirMode
-		}
-		if fi.Mode().Perm() != want {
-			t.Errorf("%s has mode %#o, want %#o", p, fi.Mode().Perm(), want)
-		}
+	got := testenv.PrivateTree(t, filepath.Join(root, "a"))
+	if want := []string{".", "b", "b/c", "b/c/d", "b/c/secret"}; !slices.Equal(got, want) {
+		t.Fatalf("walked %q, want %q", got, want)
 	}
 }
 

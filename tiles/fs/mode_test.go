@@ -4,19 +4,18 @@ package fs
 
 import (
 	"context"
-	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
-	"github.com/sealtrail/sealtrail/internal/private"
 	"github.com/sealtrail/sealtrail/internal/testenv"
 	"github.com/sealtrail/sealtrail/tiles"
 )
 
 // TestModes: with umask 0, the root, every folder on the way to an object, every object
-// (created or put) the batch path's, and the temporary files objects are written through are private to
-// the service's user: folders 0700, files 0600.
+// (created, put, or written by the batch path) and the temporary files objects are
+// written through are private to the service's user: folders 0700, files 0600.
 func TestModes(t *testing.T) {
 	testenv.Umask(t, 0)
 	ctx := context.Background()
@@ -40,32 +39,18 @@ func TestModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seen := 0
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		want := private.FileMode
-		if d.IsDir() {
-			want = private.DirMode
-		}
-		if fi.Mode().Perm() != want {
-			t.Errorf("%s has mode %#o, want %#o", p, fi.Mode().Perm(), want)
-		}
-		seen++
-		return nil
-	})
+	got := testenv.PrivateTree(t, root)
+	rel, err := filepath.Rel(root, tmp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// root; p, events, tile, 0, x001, 000, checkpoint, the temporary file; q, events,
-	// tile, entries, 000, checkpoint
-	if seen != 15 {
-		t.Fatalf("walked %d entries, want 15", seen)
+	want := []string{".", filepath.ToSlash(rel), "p", "p/events", "p/events/checkpoint", "p/events/tile", "p/events/tile/0",
+		"p/events/tile/0/x001", "p/events/tile/0/x001/000", "q", "q/events", "q/events/checkpoint", "q/events/tile",
+		"q/events/tile/entries", "q/events/tile/entries/000"}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("walked %q, want %q", got, want)
 	}
 	if err := os.Remove(tmp); err != nil {
 		t.Fatal(err)
