@@ -38,6 +38,17 @@ func BenchmarkCommitment1KB(b *testing.B) {
 	}
 }
 
+func BenchmarkCanonicalize1KB(b *testing.B) {
+	p := typicalEvent()
+	b.SetBytes(int64(len(p)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Canonicalize(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func BenchmarkEventSign(b *testing.B) {
 	priv := testKey(1)
 	ph := LeafHash(nil)
@@ -106,5 +117,23 @@ func BenchmarkRebuildRecord(b *testing.B) {
 		if err := rb.Add(&r); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkCanonicalizeWideObject reports the cost per member of objects of 1,000 and
+// 40,000 members: flat when canonicalization is linear (n log n for the sort), growing
+// with n when it is not.
+func BenchmarkCanonicalizeWideObject(b *testing.B) {
+	for _, n := range []int{1_000, 40_000} {
+		in := wideObject(n)
+		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(in)))
+			for b.Loop() {
+				if _, err := Canonicalize(in); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/member")
+		})
 	}
 }

@@ -134,7 +134,7 @@ func TestCanonicalizeRejects(t *testing.T) {
 		{"control char in string", "\"a\x01\"", ErrSyntax},
 		{"single quotes", `{'a':1}`, ErrSyntax},
 		{"bad escape", `"\x41"`, ErrSyntax},
-		{"deep nesting", strings.Repeat("[", 300) + strings.Repeat("]", 300), ErrSyntax},
+		{"deep nesting", strings.Repeat("[", 300) + strings.Repeat("]", 300), ErrLimit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := Canonicalize([]byte(tc.in))
