@@ -407,13 +407,61 @@ func (p *canonParser) number(out []byte) ([]byte, error) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return nil, &CanonError{Kind: ErrNonFinite, Offset: start, Detail: lit}
 	}
-	// Reject integer literals beyond ±2^53, and also any other spelling of an integral
-	// value beyond 2^53 that ECMAScript would print as plain digits (below 1e21): its
-	// canonical form would read back as an out-of-range integer.
-	if integer && !safeInteger(lit) || f == math.Trunc(f) && math.Abs(f) > maxSafeInteger && math.Abs(f) < 1e21 {
+	if !numberInRange(lit, integer, math.Abs(f)) {
 		return nil, &CanonError{Kind: ErrIntegerRange, Offset: start, Detail: lit}
 	}
 	return AppendNumber(out, f), nil
+}
+
+// numberInRange applies the range rule of docs/formats.md to a literal whose float64
+// has magnitude abs: an integer literal beyond ±2^53 is out of range, and so is any
+// literal whose exact decimal value has a magnitude above 2^53 and below 1e21, however
+// it is spelled (ECMAScript prints such values as plain digits, which would read back
+// as an out-of-range integer or as a silently different one). The float decides every
+// case but the two where it lands exactly on a bound; there the literal's digits do.
+func numberInRange(lit string, integer bool, abs float64) bool {
+	switch {
+	case integer:
+		return safeInteger(lit)
+	case abs > maxSafeInteger && abs < 1e21:
+		return false
+	case abs == maxSafeInteger: // 2^53 itself, or a literal a little above or below it
+		return compareDecimal(lit, "9007199254740992", 16) <= 0
+	case abs == 1e21: // 1e21 itself, or a literal a little above or below it
+		return compareDecimal(lit, "1", 22) >= 0
+	}
+	return true
+}
+
+// compareDecimal compares the magnitude of the JSON number literal lit (nonzero) with
+// 0.digits × 10^point, where digits has no leading or trailing zeros, and returns its
+// sign. It reads the literal's digits, so it is exact where the float64 rounds; it runs
+// only for the rare literals whose float64 is exactly a bound.
+func compareDecimal(lit, digits string, point int) int {
+	mant, exp, _ := strings.Cut(strings.ToLower(strings.TrimPrefix(lit, "-")), "e")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	sig := strings.TrimLeft(intPart+frac, "0")
+	litPoint := len(intPart) - (len(intPart) + len(frac) - len(sig))
+	sig = strings.TrimRight(sig, "0")
+	if exp != "" {
+		e, err := strconv.Atoi(exp)
+		if err != nil || e > 1<<30 || e < -(1<<30) {
+			// Out of reach for a literal whose float is a bound: its digits would have
+			// to cancel an exponent beyond any input size. Compare by the sign alone.
+			if strings.HasPrefix(exp, "-") {
+				return -1
+			}
+			return 1
+		}
+		litPoint += e
+	}
+	switch {
+	case sig == "":
+		return -1
+	case litPoint != point:
+		return litPoint - point
+	}
+	return strings.Compare(sig, digits)
 }
 
 // safeInteger reports whether an integer literal lies within ±2^53. It reads the digits
