@@ -33,7 +33,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		writeError(w, http.StatusBadRequest, "Could not read the request body")
 		return nil, false
 	}
-	canon, err := tlog.Canonicalize(body)
+	canon, err := tlog.CanonicalizeLimited(body, tlog.Limits{MaxDepth: maxJSONDepth, MaxMembers: maxObjectMembers})
 	if err != nil {
 		s.metrics.errors.WithLabelValues("bad_request").Inc()
 		writeError(w, http.StatusBadRequest, "Invalid JSON: "+strings.TrimPrefix(err.Error(), "jcs: "))
