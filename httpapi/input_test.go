@@ -164,3 +164,32 @@ func TestIngestLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestAdminRejectsNUL: U+0000 in the operator API's text (names, reasons, emails, event
+// ids) is 400 on both catalogs, not a 500 from PostgreSQL.
+func TestAdminRejectsNUL(t *testing.T) {
+	for _, kind := range catalogKinds {
+		t.Run(kind, func(t *testing.T) {
+			s := newStack(t, kind, 0, 0)
+			code, body := s.do(http.MethodPost, "/api/v1/log", `{"action":"a","actor":{"type":"u","id":"1"}}`)
+			var res ingestResult
+			if code != http.StatusAccepted || json.Unmarshal([]byte(body), &res) != nil {
+				t.Fatalf("ingest: %d %s", code, body)
+			}
+			p := "/admin/v1/projects/" + s.project
+			for _, tc := range []struct{ path, body string }{
+				{"/admin/v1/projects", `{"name":"a\u0000b"}`},
+				{p + "/keys", `{"name":"k\u0000","scopes":["log:read"]}`},
+				{p + "/members", `{"email":"a\u0000b@example.com","role":"member"}`},
+				{p + "/holds", `{"eventIds":["` + res.ID + `"],"reason":"r\u0000"}`},
+				{p + "/holds", `{"eventIds":["evt_\u0000"]}`},
+			} {
+				code, body := s.doAs(stackOperatorToken, http.MethodPost, tc.path, tc.body)
+				var eb errorBody
+				if code != http.StatusBadRequest || json.Unmarshal([]byte(body), &eb) != nil || eb.Error == "" {
+					t.Errorf("POST %s %s: %d %s, want 400 with an error", tc.path, tc.body, code, body)
+				}
+			}
+		})
+	}
+}

@@ -24,10 +24,14 @@ import (
 // stack is a Server over a real catalog, sequencer and keyring, with one project and
 // an API key of every scope.
 type stack struct {
-	t     *testing.T
-	h     http.Handler
-	token string
+	t       *testing.T
+	h       http.Handler
+	token   string
+	project string
 }
+
+// stackOperatorToken authenticates /admin/v1 on a stack.
+const stackOperatorToken = "sto_test_operator_token"
 
 // catalogKinds are the catalogs the stack tests run on. PostgreSQL comes from
 // SEALTRAIL_TEST_POSTGRES (skipped without it, a failure under CI=true).
@@ -89,23 +93,28 @@ func newStack(t *testing.T, kind string, maxBatch int, maxAge time.Duration) *st
 		t.Fatal(err)
 	}
 	s, err := New(Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: mem.New(),
-		OperatorToken: "sto_test_operator_token"})
+		OperatorToken: stackOperatorToken})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &stack{t: t, h: s.Handler(), token: token}
+	return &stack{t: t, h: s.Handler(), token: token, project: p.ID}
 }
 
 // do sends a request with the stack's API key and returns the status and body. It is
 // safe for concurrent use.
 func (s *stack) do(method, target, body string) (int, string) {
+	return s.doAs(s.token, method, target, body)
+}
+
+// doAs is do with another bearer token (stackOperatorToken for /admin/v1).
+func (s *stack) doAs(token, method, target, body string) (int, string) {
 	var r *http.Request
 	if body == "" {
 		r = httptest.NewRequest(method, target, nil)
 	} else {
 		r = httptest.NewRequest(method, target, strings.NewReader(body))
 	}
-	r.Header.Set("Authorization", "Bearer "+s.token)
+	r.Header.Set("Authorization", "Bearer "+token)
 	rec := httptest.NewRecorder()
 	s.h.ServeHTTP(rec, r)
 	return rec.Code, rec.Body.String()
