@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -206,10 +207,16 @@ func TestCanonicalizeAccepts(t *testing.T) {
 	}
 }
 
+// FuzzCanonicalize checks, on any input: only *CanonError failures; the output is
+// valid JSON and a fixed point (Canonicalize(Canonicalize(x)) == Canonicalize(x)); only
+// valid JSON is accepted; and, differentially against encoding/json, the output holds
+// the same values as the input (numbers compared as float64, which is what JCS keeps).
 func FuzzCanonicalize(f *testing.F) {
 	for _, s := range []string{
 		`{"b":1,"a":[true,false,null,"x"]}`, `1e21`, `-0.000001`, `"\ud83d\ude02"`,
 		`{"a":1,"a":2}`, "\"\xff\"", `[1,2,{"c":{"d":[]}}]`, `333333333.33333329`,
+		`9007199254740993.0`, `90071992547409920e-1`, `999999999999999999999.5`, `{"\u0000":"\u0000"}`,
+		`{"\ufb33":1,"\ud83d\ude02":2,"\u20ac":3}`, `[-0,1e-400,5e-324]`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -231,6 +238,16 @@ func FuzzCanonicalize(f *testing.F) {
 		}
 		if !json.Valid(in) {
 			t.Fatalf("accepted invalid JSON %q", in)
+		}
+		var want, got any
+		if err := json.Unmarshal(in, &want); err != nil {
+			t.Fatalf("accepted %q, which encoding/json refuses: %v", in, err)
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("encoding/json refuses the canonical form %q: %v", out, err)
+		}
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("canonical form %q does not hold the values of %q", out, in)
 		}
 	})
 }
