@@ -50,7 +50,7 @@ func TestIngestRejectsNUL(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			// A batch seals when it holds every event sent below or after 1 s: had the
 			// NUL events got in, they would have shared the valid events' batch.
-			s := newStack(t, kind, len(bad)+2, time.Second)
+			s := newStack(t, kind, len(bad)+3, time.Second)
 			type result struct {
 				code int
 				body string
@@ -58,6 +58,8 @@ func TestIngestRejectsNUL(t *testing.T) {
 			bodies := []string{
 				`{"action":"valid.writer","actor":{"type":"u","id":"2"}}`,
 				`{"action":"a","actor":{"type":"u","id":"1"},"metadata":{"k\u0000":"` + nul + `"},"context":{"c":["` + nul + `"]}}`,
+				// Noncharacters and the last plane: PostgreSQL text holds them.
+				`{"action":"\ufffe\uffff\ufdd0\udbff\udfff","actor":{"type":"\u0001","id":"\u007f"}}`,
 			}
 			for _, tc := range bad {
 				bodies = append(bodies, tc.body)
@@ -78,13 +80,16 @@ func TestIngestRejectsNUL(t *testing.T) {
 			if r := results[1]; r.code != http.StatusAccepted {
 				t.Errorf("U+0000 in metadata and context: %d %s, want 202", r.code, r.body)
 			}
+			if r := results[2]; r.code != http.StatusAccepted {
+				t.Errorf("noncharacters and control characters: %d %s, want 202", r.code, r.body)
+			}
 			for i, tc := range bad {
-				wantFieldError(t, results[2+i].code, results[2+i].body, tc.field)
+				wantFieldError(t, results[3+i].code, results[3+i].body, tc.field)
 			}
 			code, body := s.do(http.MethodGet, "/api/v1/events?limit=500", "")
 			var page struct{ Events []struct{ Action string } }
-			if code != http.StatusOK || json.Unmarshal([]byte(body), &page) != nil || len(page.Events) != 2 {
-				t.Fatalf("/events: %d %.500s, want the 2 valid events", code, body)
+			if code != http.StatusOK || json.Unmarshal([]byte(body), &page) != nil || len(page.Events) != 3 {
+				t.Fatalf("/events: %d %.500s, want the 3 valid events", code, body)
 			}
 		})
 	}
@@ -106,6 +111,7 @@ func TestQueryRejectsNUL(t *testing.T) {
 				"/api/v1/events?status=%00",
 				"/api/v1/events?entityType=u&entityId=1%00",
 				"/api/v1/events?action=%ff",
+				"/api/v1/events?action=%ed%a0%80", // an encoded surrogate is invalid UTF-8
 				"/api/v1/events?action%00=a",
 				"/api/v1/export?action=%00",
 				"/api/v1/proof/inclusion?eventId=evt_%00",
@@ -124,7 +130,8 @@ func TestQueryRejectsNUL(t *testing.T) {
 }
 
 // TestIngestLimits: an object of more than maxObjectMembers members, nesting deeper
-// than maxJSONDepth, and a number beyond 2^53 in any spelling are 400 with the reason.
+// than maxJSONDepth, a number beyond 2^53 in any spelling, and lone surrogates or
+// invalid UTF-8 are 400 with the reason.
 func TestIngestLimits(t *testing.T) {
 	s := newStack(t, "sqlite", 0, 0)
 	wide := func(n int) string {
@@ -153,6 +160,10 @@ func TestIngestLimits(t *testing.T) {
 			http.StatusBadRequest, "integer beyond 2^53"},
 		{"2^53+1 scaled", `{"action":"a","actor":{"type":"u","id":"1"},"metadata":{"n":90071992547409930e-1}}`,
 			http.StatusBadRequest, "integer beyond 2^53"},
+		// Text PostgreSQL could not hold besides U+0000 never gets past JCS.
+		{"lone surrogate", `{"action":"\ud800","actor":{"type":"u","id":"1"}}`, http.StatusBadRequest, "lone UTF-16 surrogate"},
+		{"encoded surrogate", "{\"action\":\"\xed\xa0\x80\",\"actor\":{\"type\":\"u\",\"id\":\"1\"}}", http.StatusBadRequest, "invalid UTF-8"},
+		{"invalid UTF-8", "{\"action\":\"\xff\",\"actor\":{\"type\":\"u\",\"id\":\"1\"}}", http.StatusBadRequest, "invalid UTF-8"},
 		{"2^53 as a fraction", `{"action":"a","actor":{"type":"u","id":"1"},"metadata":{"n":9007199254740992.0}}`,
 			http.StatusAccepted, ""},
 	} {
