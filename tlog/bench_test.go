@@ -137,3 +137,27 @@ func BenchmarkCanonicalizeWideObject(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeExportLineWide is the read side of a 40,000-member metadata object:
+// the offline verifier decoding its export line (Canonicalize and the payload rebuild).
+func BenchmarkDecodeExportLineWide(b *testing.B) {
+	payload := append([]byte(`{"action":"a","actor":{"type":"u","id":"1"},"metadata":`), wideObject(40_000)...)
+	payload = append(payload, '}')
+	n := nonceOf(3)
+	canon, commitment, err := CommitPayload(n, payload)
+	if err != nil {
+		b.Fatal(err)
+	}
+	l := Leaf{ProjectID: "prj_demo", Stream: StreamEvents, Sequence: 1, ID: "evt_000001",
+		Timestamp: "2026-11-21T10:00:00.000Z", PayloadHash: commitment}
+	line, err := EncodeStoredEvent(&Record{Leaf: l, LeafHash: l.Hash(), Payload: canon, Nonce: &n})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(line)))
+	for b.Loop() {
+		if _, err := DecodeExportLine(line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
