@@ -62,7 +62,9 @@ const maxSafeInteger = 1 << 53
 
 // Canonicalize returns the RFC 8785 (JCS) form of the JSON text in. It rejects, with a
 // *CanonError, anything JCS cannot represent exactly: duplicate keys, invalid UTF-8,
-// lone surrogates, integer literals beyond ±2^53, numbers that overflow to infinity, and
+// lone surrogates, numbers out of the safe integer range (integer literals beyond ±2^53,
+// and any literal whose exact value lies beyond ±2^53 and below 1e21: see
+// numberInRange), numbers that overflow to infinity, nesting deeper than MaxDepth, and
 // any syntax error or trailing data.
 func Canonicalize(in []byte) ([]byte, error) {
 	return CanonicalizeLimited(in, Limits{})
@@ -522,15 +524,12 @@ func appendString(out []byte, s string) []byte {
 	return append(out, '"')
 }
 
-// lessUTF16 orders keys by their UTF-16 code units, as RFC 8785 section 3.2.3 requires.
-func lessUTF16(a, b string) bool { return compareUTF16(a, b) < 0 }
-
-// compareUTF16 compares two valid UTF-8 strings by their UTF-16 code units. UTF-8 byte
-// order equals code point order, which differs from UTF-16 order only where a
-// supplementary character (lead byte F0..F4; a surrogate pair D800..DBFF DC00..DFFF in
-// UTF-16) meets one in U+E000..U+FFFF (lead byte EE or EF): there the supplementary
-// character sorts first. At the first differing byte both strings are at the same
-// offset of a character, so those two bytes decide.
+// compareUTF16 orders two valid UTF-8 keys by their UTF-16 code units, as RFC 8785
+// section 3.2.3 requires. UTF-8 byte order equals code point order, which differs from
+// UTF-16 order only where a supplementary character (lead byte F0..F4; a surrogate pair
+// D800..DBFF DC00..DFFF in UTF-16) meets one in U+E000..U+FFFF (lead byte EE or EF):
+// there the supplementary character sorts first. At the first differing byte both
+// strings are at the same offset of a character, so those two bytes decide.
 func compareUTF16(a, b string) int {
 	n := min(len(a), len(b))
 	i := 0

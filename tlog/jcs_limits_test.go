@@ -43,7 +43,7 @@ func TestSortMembersComparisons(t *testing.T) {
 		t.Fatalf("%d comparisons for %d members, want at most 2·n·log2(n) = %d", calls, n, bound)
 	}
 	for i := 1; i < n; i++ {
-		if !lessUTF16(members[i-1].key, members[i].key) {
+		if compareUTF16(members[i-1].key, members[i].key) >= 0 {
 			t.Fatalf("not sorted at %d: %q, %q", i, members[i-1].key, members[i].key)
 		}
 	}
