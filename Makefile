@@ -3,7 +3,7 @@ GO       ?= go
 BIN      ?= bin
 FUZZTIME ?= 20s
 
-.PHONY: build run test bench lint fuzz clean
+.PHONY: build run test bench lint fuzz soak clean
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -23,6 +23,10 @@ bench:
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
+# soak fuzzes 60s per target unless FUZZTIME is given (make soak FUZZTIME=10s).
+soak:
+	FUZZTIME=$(if $(filter file,$(origin FUZZTIME)),60s,$(FUZZTIME)) ./scripts/soak.sh
 
 clean:
 	rm -rf $(BIN)

@@ -17,7 +17,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/sequencer"
@@ -100,6 +102,15 @@ func New(cat Catalog, seq Sequencer, log *slog.Logger) *Service {
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// checkText refuses text PostgreSQL cannot store (U+0000, invalid UTF-8) with an
+// ErrInvalid naming what, so that both catalogs answer it alike, with a 400.
+func checkText(what, s string) error {
+	if !utf8.ValidString(s) || strings.ContainsRune(s, 0) {
+		return invalid("%s must be UTF-8 without U+0000 (NUL)", what)
+	}
+	return nil
 }
 
 // mapCatalog turns catalog errors into this package's.

@@ -39,6 +39,14 @@ func (s *Service) CreateHold(ctx context.Context, actor Actor, projectID string,
 	if len(reason) > 1024 {
 		return catalog.LegalHold{}, invalid("reason must be at most 1024 bytes")
 	}
+	if err := checkText("reason", reason); err != nil {
+		return catalog.LegalHold{}, err
+	}
+	for _, id := range eventIDs {
+		if err := checkText("event id", id); err != nil {
+			return catalog.LegalHold{}, err
+		}
+	}
 	ids := slices.Clone(eventIDs)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)

@@ -47,6 +47,9 @@ func (s *Service) CreateAPIKey(ctx context.Context, actor Actor, projectID, name
 		}
 		seen[sc] = true
 	}
+	if err := checkText("key name", name); err != nil {
+		return "", catalog.APIKey{}, err
+	}
 	if utf8.RuneCountInString(name) > 128 || !utf8.ValidString(name) {
 		return "", catalog.APIKey{}, invalid("key name must be at most 128 characters")
 	}

@@ -14,6 +14,9 @@ import (
 // CreateProject creates a project named name.
 func (s *Service) CreateProject(ctx context.Context, actor Actor, name string) (catalog.Project, error) {
 	name = strings.TrimSpace(name)
+	if err := checkText("project name", name); err != nil {
+		return catalog.Project{}, err
+	}
 	if name == "" || utf8.RuneCountInString(name) > 128 || !utf8.ValidString(name) {
 		return catalog.Project{}, invalid("project name must be 1 to 128 characters")
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -20,6 +21,10 @@ const (
 	maxAttribution = 1024
 	maxHashField   = 512
 	maxSigningKey  = 128
+	// The shape of an ingest body (docs/api-decisions.md): members of any one object,
+	// and levels of objects and arrays below the event object.
+	maxObjectMembers = 1000
+	maxJSONDepth     = 32
 )
 
 var (
@@ -47,6 +52,11 @@ type entity struct {
 	ID      string `json:"id"`
 	Display string `json:"display,omitempty"`
 }
+
+// nulMessage is the field error for U+0000 in a schema string: PostgreSQL text cannot
+// hold it, and every such string may be indexed, filtered on or put in a CSV cell.
+// Strings inside context and metadata may contain it (docs/api-decisions.md).
+const nulMessage = "must not contain U+0000 (NUL)"
 
 func utf16Len(s string) int { return len(utf16.Encode([]rune(s))) }
 
@@ -80,6 +90,10 @@ func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 			bad(field, "must be a string")
 			return "", false
 		}
+		if strings.ContainsRune(s, 0) {
+			bad(field, nulMessage)
+			return "", false
+		}
 		if n := utf16Len(s); n > maxLen || (required && n == 0) {
 			if required {
 				bad(field, "must be 1 to %d characters", maxLen)
@@ -109,6 +123,11 @@ func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 			var s string
 			if mv[0] != '"' || json.Unmarshal(mv, &s) != nil {
 				bad(field+"."+k, "must be a string")
+				okAll = false
+				continue
+			}
+			if strings.ContainsRune(s, 0) {
+				bad(field+"."+k, nulMessage)
 				okAll = false
 				continue
 			}

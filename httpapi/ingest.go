@@ -20,6 +20,9 @@ type ingestResult struct {
 	Status string `json:"status"`
 }
 
+// ingestLimits bound the shape of a request body (docs/api-decisions.md).
+var ingestLimits = tlog.Limits{MaxDepth: maxJSONDepth, MaxMembers: maxObjectMembers}
+
 // readBody reads a JSON body of at most MaxBodyBytes and returns it in RFC 8785 form,
 // or writes the 400/413 and returns false.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
@@ -33,7 +36,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		writeError(w, http.StatusBadRequest, "Could not read the request body")
 		return nil, false
 	}
-	canon, err := tlog.Canonicalize(body)
+	canon, err := tlog.CanonicalizeLimited(body, ingestLimits)
 	if err != nil {
 		s.metrics.errors.WithLabelValues("bad_request").Inc()
 		writeError(w, http.StatusBadRequest, "Invalid JSON: "+strings.TrimPrefix(err.Error(), "jcs: "))

@@ -9,10 +9,41 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sealtrail/sealtrail/catalog"
 )
+
+// storableText reports whether s can be stored in and compared against PostgreSQL
+// text: valid UTF-8 without U+0000. Everything else the catalog accepts (noncharacters,
+// U+FFFF, supplementary planes) PostgreSQL holds too; lone surrogates are invalid UTF-8.
+func storableText(s string) bool { return utf8.ValidString(s) && !strings.ContainsRune(s, 0) }
+
+// withStorableURL answers 400 to a request whose path or query parameters (names or
+// values, after unescaping) are not storableText, before any handler runs: they would
+// reach the catalog as filters or ids, where PostgreSQL refuses them with an error the
+// API would report as a 500, and SQLite would not, so one rule holds for both.
+func withStorableURL(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !storableText(r.URL.Path) {
+			writeError(w, http.StatusBadRequest, "The path must not contain U+0000 (NUL) or invalid UTF-8")
+			return
+		}
+		for name, values := range r.URL.Query() {
+			ok := storableText(name)
+			for _, v := range values {
+				ok = ok && storableText(v)
+			}
+			if !ok {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("Query parameter %q must not contain U+0000 (NUL) or invalid UTF-8", name))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
 
 // params reads query parameters, collecting the first error.
 type params struct {

@@ -110,7 +110,7 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Handler returns the server's root handler.
-func (s *Server) Handler() http.Handler { return s.withRequestLog(s.router) }
+func (s *Server) Handler() http.Handler { return s.withRequestLog(withStorableURL(s.router)) }
 
 func (s *Server) routes() {
 	r := mux.NewRouter()

@@ -171,12 +171,7 @@ func DecodeExportLine(line []byte) (Record, error) {
 	r.Nonce = &n
 	// The line was canonical, so each member value is canonical; put the payload
 	// members back together in JCS key order.
-	slices.SortFunc(payloadKeys, func(a, b string) int {
-		if lessUTF16(a, b) {
-			return -1
-		}
-		return 1
-	})
+	slices.SortFunc(payloadKeys, compareUTF16)
 	p := []byte{'{'}
 	for i, k := range payloadKeys {
 		if i > 0 {

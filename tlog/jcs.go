@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
@@ -21,6 +21,7 @@ var (
 	ErrLoneSurrogate = errors.New("lone UTF-16 surrogate")
 	ErrIntegerRange  = errors.New("integer beyond 2^53")
 	ErrNonFinite     = errors.New("non-finite number")
+	ErrLimit         = errors.New("limit exceeded")
 )
 
 // CanonError reports why input could not be canonicalized and where.
@@ -39,8 +40,21 @@ func (e *CanonError) Error() string {
 
 func (e *CanonError) Unwrap() error { return e.Kind }
 
-// maxDepth bounds nesting so hostile input cannot exhaust the stack.
-const maxDepth = 256
+// Limits bound the shape of the JSON text CanonicalizeLimited accepts; exceeding one is
+// an ErrLimit. Canonicalize costs time linear in its input (plus the sort of each
+// object's members) whatever the limits; they keep hostile input small.
+type Limits struct {
+	// MaxDepth bounds nesting: no value may lie more than MaxDepth levels of objects
+	// and arrays below the top-level value. Zero, or more than MaxDepth, means MaxDepth.
+	MaxDepth int
+	// MaxMembers bounds the members of any one object. Zero means no bound.
+	MaxMembers int
+}
+
+// MaxDepth is the nesting Canonicalize accepts: deep enough for anything the service
+// ever stored, shallow enough that hostile input cannot exhaust the stack. Ingest
+// applies tighter limits of its own (httpapi, docs/api-decisions.md).
+const MaxDepth = 256
 
 // maxSafeInteger is 2^53, the largest integer magnitude an IEEE 754 double holds exactly
 // together with all smaller ones.
@@ -48,10 +62,21 @@ const maxSafeInteger = 1 << 53
 
 // Canonicalize returns the RFC 8785 (JCS) form of the JSON text in. It rejects, with a
 // *CanonError, anything JCS cannot represent exactly: duplicate keys, invalid UTF-8,
-// lone surrogates, integer literals beyond ±2^53, numbers that overflow to infinity, and
+// lone surrogates, numbers out of the safe integer range (integer literals beyond ±2^53,
+// and any literal whose exact value lies beyond ±2^53 and below 1e21: see
+// numberInRange), numbers that overflow to infinity, nesting deeper than MaxDepth, and
 // any syntax error or trailing data.
 func Canonicalize(in []byte) ([]byte, error) {
-	p := &canonParser{in: in}
+	return CanonicalizeLimited(in, Limits{})
+}
+
+// CanonicalizeLimited is Canonicalize with bounds on nesting and on the members of an
+// object; input beyond them is rejected with a *CanonError wrapping ErrLimit.
+func CanonicalizeLimited(in []byte, lim Limits) ([]byte, error) {
+	if lim.MaxDepth <= 0 || lim.MaxDepth > MaxDepth {
+		lim.MaxDepth = MaxDepth
+	}
+	p := &canonParser{in: in, lim: lim}
 	p.skipSpace()
 	out, err := p.value(make([]byte, 0, len(in)), 0)
 	if err != nil {
@@ -67,6 +92,7 @@ func Canonicalize(in []byte) ([]byte, error) {
 type canonParser struct {
 	in  []byte
 	pos int
+	lim Limits
 }
 
 func (p *canonParser) errorf(kind error, format string, args ...any) error {
@@ -85,8 +111,8 @@ func (p *canonParser) skipSpace() {
 }
 
 func (p *canonParser) value(out []byte, depth int) ([]byte, error) {
-	if depth > maxDepth {
-		return nil, p.errorf(ErrSyntax, "nesting deeper than %d", maxDepth)
+	if depth > p.lim.MaxDepth {
+		return nil, p.errorf(ErrLimit, "nesting deeper than %d", p.lim.MaxDepth)
 	}
 	if p.pos >= len(p.in) {
 		return nil, p.errorf(ErrSyntax, "unexpected end of input")
@@ -127,8 +153,33 @@ func (p *canonParser) literal(out []byte, lit string) ([]byte, error) {
 var shortEscapes = map[byte]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 type member struct {
-	key   string
-	value []byte
+	key    string
+	value  []byte
+	keyPos int // offset of the key in the input
+}
+
+// compareMembers orders members by key in UTF-16 order and equal keys by position, so
+// that duplicates end up adjacent, in input order.
+func compareMembers(a, b member) int {
+	if c := compareUTF16(a.key, b.key); c != 0 {
+		return c
+	}
+	return a.keyPos - b.keyPos
+}
+
+// sortMembers sorts the members of an object into JCS order with cmp (compareMembers)
+// and returns the index of the first repeated key in input order, or -1. Duplicates are
+// found among sorted neighbours: n-1 comparisons on top of the sort JCS needs anyway,
+// where checking each key against all before it took n²/2.
+func sortMembers(members []member, cmp func(a, b member) int) int {
+	slices.SortFunc(members, cmp)
+	dup := -1
+	for i := 1; i < len(members); i++ {
+		if members[i].key == members[i-1].key && (dup < 0 || members[i].keyPos < members[dup].keyPos) {
+			dup = i
+		}
+	}
+	return dup
 }
 
 func (p *canonParser) object(out []byte, depth int) ([]byte, error) {
@@ -155,16 +206,14 @@ func (p *canonParser) object(out []byte, depth int) ([]byte, error) {
 		}
 		p.pos++
 		p.skipSpace()
+		if p.lim.MaxMembers > 0 && len(members) == p.lim.MaxMembers {
+			return nil, &CanonError{Kind: ErrLimit, Offset: keyPos, Detail: fmt.Sprintf("object with more than %d members", p.lim.MaxMembers)}
+		}
 		v, err := p.value(nil, depth+1)
 		if err != nil {
 			return nil, err
 		}
-		for _, m := range members {
-			if m.key == key {
-				return nil, &CanonError{Kind: ErrDuplicateKey, Offset: keyPos, Detail: strconv.Quote(key)}
-			}
-		}
-		members = append(members, member{key, v})
+		members = append(members, member{key, v, keyPos})
 		p.skipSpace()
 		if p.pos >= len(p.in) {
 			return nil, p.errorf(ErrSyntax, "unterminated object")
@@ -179,7 +228,10 @@ func (p *canonParser) object(out []byte, depth int) ([]byte, error) {
 		}
 		return nil, p.errorf(ErrSyntax, "expected ',' or '}' in object")
 	}
-	sort.Slice(members, func(i, j int) bool { return lessUTF16(members[i].key, members[j].key) })
+	if dup := sortMembers(members, compareMembers); dup >= 0 {
+		m := members[dup]
+		return nil, &CanonError{Kind: ErrDuplicateKey, Offset: m.keyPos, Detail: strconv.Quote(m.key)}
+	}
 	out = append(out, '{')
 	for i, m := range members {
 		if i > 0 {
@@ -357,13 +409,61 @@ func (p *canonParser) number(out []byte) ([]byte, error) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return nil, &CanonError{Kind: ErrNonFinite, Offset: start, Detail: lit}
 	}
-	// Reject integer literals beyond ±2^53, and also any other spelling of an integral
-	// value beyond 2^53 that ECMAScript would print as plain digits (below 1e21): its
-	// canonical form would read back as an out-of-range integer.
-	if integer && !safeInteger(lit) || f == math.Trunc(f) && math.Abs(f) > maxSafeInteger && math.Abs(f) < 1e21 {
+	if !numberInRange(lit, integer, math.Abs(f)) {
 		return nil, &CanonError{Kind: ErrIntegerRange, Offset: start, Detail: lit}
 	}
 	return AppendNumber(out, f), nil
+}
+
+// numberInRange applies the range rule of docs/formats.md to a literal whose float64
+// has magnitude abs: an integer literal beyond ±2^53 is out of range, and so is any
+// literal whose exact decimal value has a magnitude above 2^53 and below 1e21, however
+// it is spelled (ECMAScript prints such values as plain digits, which would read back
+// as an out-of-range integer or as a silently different one). The float decides every
+// case but the two where it lands exactly on a bound; there the literal's digits do.
+func numberInRange(lit string, integer bool, abs float64) bool {
+	switch {
+	case integer:
+		return safeInteger(lit)
+	case abs > maxSafeInteger && abs < 1e21:
+		return false
+	case abs == maxSafeInteger: // 2^53 itself, or a literal a little above or below it
+		return compareDecimal(lit, "9007199254740992", 16) <= 0
+	case abs == 1e21: // 1e21 itself, or a literal a little above or below it
+		return compareDecimal(lit, "1", 22) >= 0
+	}
+	return true
+}
+
+// compareDecimal compares the magnitude of the JSON number literal lit (nonzero) with
+// 0.digits × 10^point, where digits has no leading or trailing zeros, and returns its
+// sign. It reads the literal's digits, so it is exact where the float64 rounds; it runs
+// only for the rare literals whose float64 is exactly a bound.
+func compareDecimal(lit, digits string, point int) int {
+	mant, exp, _ := strings.Cut(strings.ToLower(strings.TrimPrefix(lit, "-")), "e")
+	intPart, frac, _ := strings.Cut(mant, ".")
+	sig := strings.TrimLeft(intPart+frac, "0")
+	litPoint := len(intPart) - (len(intPart) + len(frac) - len(sig))
+	sig = strings.TrimRight(sig, "0")
+	if exp != "" {
+		e, err := strconv.Atoi(exp)
+		if err != nil || e > 1<<30 || e < -(1<<30) {
+			// Out of reach for a literal whose float is a bound: its digits would have
+			// to cancel an exponent beyond any input size. Compare by the sign alone.
+			if strings.HasPrefix(exp, "-") {
+				return -1
+			}
+			return 1
+		}
+		litPoint += e
+	}
+	switch {
+	case sig == "":
+		return -1
+	case litPoint != point:
+		return litPoint - point
+	}
+	return strings.Compare(sig, digits)
 }
 
 // safeInteger reports whether an integer literal lies within ±2^53. It reads the digits
@@ -424,26 +524,27 @@ func appendString(out []byte, s string) []byte {
 	return append(out, '"')
 }
 
-// lessUTF16 orders keys by their UTF-16 code units, as RFC 8785 section 3.2.3 requires.
-// UTF-8 byte order equals code point order, which differs from UTF-16 order only where a
-// supplementary character meets one in U+E000..U+FFFF.
-func lessUTF16(a, b string) bool {
-	for a != "" && b != "" {
-		ra, na := utf8.DecodeRuneInString(a)
-		rb, nb := utf8.DecodeRuneInString(b)
-		if ra != rb {
-			return utf16Unit(ra) < utf16Unit(rb) ||
-				(utf16Unit(ra) == utf16Unit(rb) && ra < rb)
-		}
-		a, b = a[na:], b[nb:]
+// compareUTF16 orders two valid UTF-8 keys by their UTF-16 code units, as RFC 8785
+// section 3.2.3 requires. UTF-8 byte order equals code point order, which differs from
+// UTF-16 order only where a supplementary character (lead byte F0..F4; a surrogate pair
+// D800..DBFF DC00..DFFF in UTF-16) meets one in U+E000..U+FFFF (lead byte EE or EF):
+// there the supplementary character sorts first. At the first differing byte both
+// strings are at the same offset of a character, so those two bytes decide.
+func compareUTF16(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
 	}
-	return len(a) < len(b)
-}
-
-// utf16Unit is the first UTF-16 code unit of r.
-func utf16Unit(r rune) rune {
-	if r >= 0x10000 {
-		return 0xD800 + ((r - 0x10000) >> 10)
+	if i == n {
+		return len(a) - len(b)
 	}
-	return r
+	x, y := a[i], b[i]
+	switch {
+	case x >= 0xF0 && (y == 0xEE || y == 0xEF):
+		return -1
+	case y >= 0xF0 && (x == 0xEE || x == 0xEF):
+		return 1
+	}
+	return int(x) - int(y)
 }

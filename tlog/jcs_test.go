@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -121,6 +122,17 @@ func TestCanonicalizeRejects(t *testing.T) {
 		{"huge integer", `{"n":123456789012345678901234567890}`, ErrIntegerRange},
 		{"integral float above 2^53", `1e16`, ErrIntegerRange},
 		{"integral fraction above 2^53", `12345678901234567890.5`, ErrIntegerRange},
+		// Spellings of 2^53+1, which the float64 rounds to 2^53 (issue 14, item 7).
+		{"2^53+1 with a fraction", `9007199254740993.0`, ErrIntegerRange},
+		{"2^53+1 with an exponent", `9007199254740993e0`, ErrIntegerRange},
+		{"2^53+1 scaled down", `90071992547409930e-1`, ErrIntegerRange},
+		{"2^53+1 scaled up", `0.9007199254740993E+16`, ErrIntegerRange},
+		{"-(2^53+1) with a fraction", `[-9007199254740993.0]`, ErrIntegerRange},
+		{"2^53 and a half", `9007199254740992.5`, ErrIntegerRange},
+		{"2^53 and a tiny fraction", `9007199254740992.000000000000000000001`, ErrIntegerRange},
+		// Just below 1e21, where the float64 rounds up to 1e21.
+		{"just below 1e21", `999999999999999999999.5`, ErrIntegerRange},
+		{"just below 1e21 with an exponent", `9.999999999999999999999e20`, ErrIntegerRange},
 		{"overflow to infinity", `1e400`, ErrNonFinite},
 		{"negative overflow", `-1.5e309`, ErrNonFinite},
 		{"NaN literal", `NaN`, ErrSyntax},
@@ -134,7 +146,7 @@ func TestCanonicalizeRejects(t *testing.T) {
 		{"control char in string", "\"a\x01\"", ErrSyntax},
 		{"single quotes", `{'a':1}`, ErrSyntax},
 		{"bad escape", `"\x41"`, ErrSyntax},
-		{"deep nesting", strings.Repeat("[", 300) + strings.Repeat("]", 300), ErrSyntax},
+		{"deep nesting", strings.Repeat("[", 300) + strings.Repeat("]", 300), ErrLimit},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, err := Canonicalize([]byte(tc.in))
@@ -161,6 +173,23 @@ func TestCanonicalizeAccepts(t *testing.T) {
 		{`-0.0`, `0`},
 		{`1e-400`, `0`},
 		{`0.1`, `0.1`},
+		{`1e300`, `1e+300`},
+		{`-1.5e-300`, `-1.5e-300`},
+		// 2^53 exactly, however spelled.
+		{`9007199254740992.0`, `9007199254740992`},
+		{`9007199254740992e0`, `9007199254740992`},
+		{`90071992547409920e-1`, `9007199254740992`},
+		{`-0.9007199254740992e16`, `-9007199254740992`},
+		// Fractions below 2^53 round like any other; in [2^52, 2^53) to an integer.
+		{`9007199254740991.5`, `9007199254740992`},
+		{`4503599627370496.5`, `4503599627370496`},
+		{`9007199254740991`, `9007199254740991`},
+		// 1e21 and above print in exponent form and are accepted.
+		{`1e21`, `1e+21`},
+		{`1000000000000000000000.0`, `1e+21`},
+		{`10000000000000000000000e-1`, `1e+21`},
+		{`1000000000000000000000.5`, `1e+21`},
+		{`0e99999999999999999999`, `0`},
 		{` { "b" : [ 1 , 2.50 , true , null ] , "a" : "\u00e9\/" } `, `{"a":"é/","b":[1,2.5,true,null]}`},
 		{`"\ud83d\ude02"`, `"😂"`},
 		{`"\u001f\u007f"`, "\"\\u001f\x7f\""},
@@ -178,10 +207,16 @@ func TestCanonicalizeAccepts(t *testing.T) {
 	}
 }
 
+// FuzzCanonicalize checks, on any input: only *CanonError failures; the output is
+// valid JSON and a fixed point (Canonicalize(Canonicalize(x)) == Canonicalize(x)); only
+// valid JSON is accepted; and, differentially against encoding/json, the output holds
+// the same values as the input (numbers compared as float64, which is what JCS keeps).
 func FuzzCanonicalize(f *testing.F) {
 	for _, s := range []string{
 		`{"b":1,"a":[true,false,null,"x"]}`, `1e21`, `-0.000001`, `"\ud83d\ude02"`,
 		`{"a":1,"a":2}`, "\"\xff\"", `[1,2,{"c":{"d":[]}}]`, `333333333.33333329`,
+		`9007199254740993.0`, `90071992547409920e-1`, `999999999999999999999.5`, `{"\u0000":"\u0000"}`,
+		`{"\ufb33":1,"\ud83d\ude02":2,"\u20ac":3}`, `[-0,1e-400,5e-324]`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -203,6 +238,16 @@ func FuzzCanonicalize(f *testing.F) {
 		}
 		if !json.Valid(in) {
 			t.Fatalf("accepted invalid JSON %q", in)
+		}
+		var want, got any
+		if err := json.Unmarshal(in, &want); err != nil {
+			t.Fatalf("accepted %q, which encoding/json refuses: %v", in, err)
+		}
+		if err := json.Unmarshal(out, &got); err != nil {
+			t.Fatalf("encoding/json refuses the canonical form %q: %v", out, err)
+		}
+		if !reflect.DeepEqual(want, got) {
+			t.Fatalf("canonical form %q does not hold the values of %q", out, in)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -53,16 +54,39 @@ func buildVectors(t *testing.T) map[string]vectorFile {
 	files := map[string]vectorFile{}
 
 	// RFC 8785 beyond the official vectors: Sealtrail-shaped payloads.
-	type jcsCase struct{ Input, Canonical string }
+	// A case has Canonical when the input is accepted, Rejected (the reason) when it
+	// must be refused.
+	type jcsCase struct {
+		Input     string
+		Canonical string `json:",omitempty"`
+		Rejected  string `json:",omitempty"`
+	}
 	var jcs []jcsCase
 	for _, in := range []string{
 		`{"actor":{"type":"user","id":"u1"},"action":"doc.read"}`,
 		`{"metadata":{"b":2.50,"a":1e21,"c":-0},"action":"x","actor":{"id":"é","type":"t"}}`,
 		`{"context":{"\u20ac":"euro","\ud83d\ude02":"smiley","\ufb33":"dalet"},"action":"x","actor":{"id":"1","type":"t"}}`,
+		`{"metadata":{"a":9007199254740992.0,"b":90071992547409920e-1,"c":1000000000000000000000.0}}`,
 	} {
 		c, err := Canonicalize([]byte(in))
 		must(err)
-		jcs = append(jcs, jcsCase{in, string(c)})
+		jcs = append(jcs, jcsCase{Input: in, Canonical: string(c)})
+	}
+	// Numbers whose exact value lies beyond 2^53 and below 1e21 (docs/formats.md).
+	for _, in := range []string{
+		`{"metadata":{"n":9007199254740993}}`,
+		`{"metadata":{"n":9007199254740993.0}}`,
+		`{"metadata":{"n":9007199254740993e0}}`,
+		`{"metadata":{"n":90071992547409930e-1}}`,
+		`{"metadata":{"n":9007199254740992.5}}`,
+		`{"metadata":{"n":1e16}}`,
+		`{"metadata":{"n":999999999999999999999.5}}`,
+	} {
+		_, err := Canonicalize([]byte(in))
+		if !errors.Is(err, ErrIntegerRange) {
+			t.Fatalf("Canonicalize(%s) = %v, want ErrIntegerRange", in, err)
+		}
+		jcs = append(jcs, jcsCase{Input: in, Rejected: ErrIntegerRange.Error()})
 	}
 	files["jcs.json"] = vectorFile{"RFC 8785 canonical form of sample payloads.", jcs}
 
@@ -272,7 +296,18 @@ func TestVectorsVerify(t *testing.T) {
 			t.Errorf("checkpoint.json: %v", err)
 		}
 	}
-	if len(sths) == 0 || len(cps) == 0 {
+	var jcs []struct{ Input, Canonical, Rejected string }
+	read("jcs.json", &jcs)
+	for _, c := range jcs {
+		got, err := Canonicalize([]byte(c.Input))
+		switch {
+		case c.Rejected != "" && err == nil:
+			t.Errorf("jcs.json: %s accepted as %s, want rejected (%s)", c.Input, got, c.Rejected)
+		case c.Rejected == "" && (err != nil || string(got) != c.Canonical):
+			t.Errorf("jcs.json: %s gave %s, %v; want %s", c.Input, got, err, c.Canonical)
+		}
+	}
+	if len(sths) == 0 || len(cps) == 0 || len(jcs) == 0 {
 		t.Fatal("no vectors read")
 	}
 }
