@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -175,8 +176,8 @@ func ingestHead(host, token string, n int) string {
 }
 
 // slowBody trickles the bodies of n ingest requests (token "" sends none) and requires
-// each cut off within probeCutOff, with the answer want (0: any or none).
-func slowBody(t *testing.T, s *server, token string, n int, every time.Duration, want int) {
+// each cut off within probeCutOff, answered with one of want.
+func slowBody(t *testing.T, s *server, token string, n int, every time.Duration, want ...int) {
 	t.Helper()
 	host := hostOf(t, s.base)
 	body := `{"action":"slow.body","actor":{"type":"user","id":"` + strings.Repeat("s", 400) + `"}}`
@@ -191,8 +192,8 @@ func slowBody(t *testing.T, s *server, token string, n int, every time.Duration,
 		if sent >= len(body) {
 			t.Fatalf("connection %d sent its whole body before being cut off", i+1)
 		}
-		if want != 0 && statusOf(got) != want {
-			t.Fatalf("slow body %d: answered %.200q, want %d", i+1, got, want)
+		if !slices.Contains(want, statusOf(got)) {
+			t.Fatalf("slow body %d: answered %.200q, want one of %v", i+1, got, want)
 		}
 	}
 }
@@ -203,7 +204,9 @@ func slowBody(t *testing.T, s *server, token string, n int, every time.Duration,
 // a bounded larger one (hundreds of connections, at most about two minutes).
 func TestSoakProbe(t *testing.T) {
 	scale := probeScale()
-	s := startServer(t, serveOpts{env: probeEnv()})
+	// Failed authentications are not what this probes: a budget large enough for the
+	// keyless slow bodies keeps the address from being blocked for the attacks after.
+	s := startServer(t, serveOpts{env: probeEnv("SEALTRAIL_AUTH_FAILURE_LIMIT=100000")})
 	p := s.newProject("probe")
 	writer := p.key[catalog.ScopeWrite]
 	host := hostOf(t, s.base)
@@ -223,7 +226,7 @@ func TestSoakProbe(t *testing.T) {
 		requireHealthy(t, s.base, "slow bodies with a key")
 	})
 	t.Run("slow body without a key", func(t *testing.T) {
-		slowBody(t, s, "", scale.conns, scale.every, http.StatusUnauthorized)
+		slowBody(t, s, "", scale.conns, scale.every, http.StatusUnauthorized, http.StatusTooManyRequests)
 		requireHealthy(t, s.base, "slow bodies without a key")
 	})
 	t.Run("oversize headers", func(t *testing.T) {
@@ -257,7 +260,7 @@ func TestSoakProbe(t *testing.T) {
 	t.Run("everything at once", func(t *testing.T) {
 		host := hostOf(t, s.base)
 		var conns []*slowConn
-		for range scale.conns {
+		for range max(1, scale.conns/3) {
 			conns = append(conns,
 				startSlow(t, host, "GET /healthz HTTP/1.1\r\nHost: "+host+"\r\n", strings.Repeat("h", 100), scale.every),
 				startSlow(t, host, ingestHead(host, writer, 100), strings.Repeat("b", 100), scale.every),
