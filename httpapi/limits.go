@@ -29,8 +29,8 @@ type buckets struct {
 	now   func() time.Time
 }
 
-// maxBuckets is the size at which a set drops its full (idle) buckets at once, rather
-// than at the next minute.
+// maxBuckets is the size from which a set drops its full (idle) buckets every second
+// rather than every minute.
 const maxBuckets = 100_000
 
 func newBuckets() *buckets { return &buckets{m: map[string]*rate.Limiter{}, now: time.Now} }
@@ -51,10 +51,15 @@ func (b *buckets) bucket(name string, limit int, window time.Duration, now time.
 	return l
 }
 
-// sweep drops the full buckets, once a minute or when the set is large: a full bucket
-// is the same as none. Call with b.mu held.
+// sweep drops the full buckets, a full bucket being the same as none: once a minute,
+// or once a second while the set holds maxBuckets or more (at most one pass over it a
+// second, however many new names arrive). Call with b.mu held.
 func (b *buckets) sweep(now time.Time) {
-	if len(b.m) < maxBuckets && now.Sub(b.swept) < time.Minute {
+	due := time.Minute
+	if len(b.m) >= maxBuckets {
+		due = time.Second
+	}
+	if now.Sub(b.swept) < due {
 		return
 	}
 	b.swept = now
