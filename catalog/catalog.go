@@ -98,6 +98,8 @@ type Catalog interface {
 	CreateProject(ctx context.Context, p Project) (Project, error)
 	Project(ctx context.Context, id string) (Project, error)
 	ListProjects(ctx context.Context, afterID string, limit int) ([]Project, error)
+	// SetIngestRateLimit sets the project's ingest rate limit override (0 clears it).
+	SetIngestRateLimit(ctx context.Context, projectID string, limit int) (Project, error)
 
 	CreateAPIKey(ctx context.Context, k APIKey) (APIKey, error)
 	APIKeyByHash(ctx context.Context, hash []byte) (APIKey, error)

@@ -15,7 +15,13 @@ type Project struct {
 	// RequireSigned is derived, never stored: true while the project has at least one
 	// active customer signing key, when unsigned events are rejected.
 	RequireSigned bool
+	// IngestRateLimit is the operator's override of the ingest rate limit for every API
+	// key of the project, in requests per rate window; 0 means the service default.
+	IngestRateLimit int
 }
+
+// MaxIngestRateLimit bounds a project's ingest rate limit override.
+const MaxIngestRateLimit = 100_000_000
 
 // Validate checks the stored fields of p.
 func (p *Project) Validate() error {
@@ -24,6 +30,9 @@ func (p *Project) Validate() error {
 	}
 	if len(p.Name) > maxTextLen {
 		return fmt.Errorf("%w: project name too long", ErrInvalid)
+	}
+	if p.IngestRateLimit < 0 || p.IngestRateLimit > MaxIngestRateLimit {
+		return fmt.Errorf("%w: ingest rate limit must be 0 (the default) to %d", ErrInvalid, MaxIngestRateLimit)
 	}
 	return nil
 }

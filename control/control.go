@@ -31,6 +31,7 @@ type Catalog interface {
 	CreateProject(ctx context.Context, p catalog.Project) (catalog.Project, error)
 	Project(ctx context.Context, id string) (catalog.Project, error)
 	ListProjects(ctx context.Context, afterID string, limit int) ([]catalog.Project, error)
+	SetIngestRateLimit(ctx context.Context, projectID string, limit int) (catalog.Project, error)
 
 	CreateAPIKey(ctx context.Context, k catalog.APIKey) (catalog.APIKey, error)
 	APIKeyByHash(ctx context.Context, hash []byte) (catalog.APIKey, error)
@@ -89,7 +90,8 @@ type Service struct {
 	log *slog.Logger
 	now func() time.Time
 
-	auth *authCache
+	auth   *ttlCache[catalog.APIKey]
+	limits *ttlCache[int]
 }
 
 // New returns the control plane over cat, sealing audit records with seq.
@@ -97,7 +99,8 @@ func New(cat Catalog, seq Sequencer, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cat: cat, seq: seq, log: log, now: time.Now, auth: newAuthCache(time.Second)}
+	return &Service{cat: cat, seq: seq, log: log, now: time.Now, auth: newTTLCache[catalog.APIKey](time.Second),
+		limits: newTTLCache[int](time.Second)}
 }
 
 func invalid(format string, args ...any) error {

@@ -75,6 +75,10 @@ func TestEveryChangeIsAuditedFirst(t *testing.T) {
 			_, err = e.svc.ReleaseHold(ctx, bob, p.ID, hs[0].ID)
 			return err
 		}},
+		{"project.rate_limit.set", "SetIngestRateLimit", bob, func() error {
+			_, err := e.svc.SetIngestRateLimit(ctx, bob, p.ID, 20_000)
+			return err
+		}},
 	}
 	e.tr.reset()
 	for _, s := range steps {
@@ -349,6 +353,22 @@ func TestBadInputChangesNothing(t *testing.T) {
 			_, err := e.svc.ReleaseHold(ctx, operator, other.ID, hold.ID)
 			return err
 		}},
+		{"rate limit negative", ErrInvalid, func() error {
+			_, err := e.svc.SetIngestRateLimit(ctx, operator, p.ID, -1)
+			return err
+		}},
+		{"rate limit over the maximum", ErrInvalid, func() error {
+			_, err := e.svc.SetIngestRateLimit(ctx, operator, p.ID, catalog.MaxIngestRateLimit+1)
+			return err
+		}},
+		{"rate limit unknown project", ErrNotFound, func() error {
+			_, err := e.svc.SetIngestRateLimit(ctx, operator, unknown, 10)
+			return err
+		}},
+		{"rate limit no actor", ErrInvalid, func() error {
+			_, err := e.svc.SetIngestRateLimit(ctx, Actor{}, p.ID, 10)
+			return err
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -431,6 +451,10 @@ func TestFailedApplyIsRecorded(t *testing.T) {
 		}},
 		{"ReleaseLegalHold", "legal_hold.released", func() error {
 			_, err := e.svc.ReleaseHold(ctx, operator, p.ID, hold.ID)
+			return err
+		}},
+		{"SetIngestRateLimit", "project.rate_limit.set", func() error {
+			_, err := e.svc.SetIngestRateLimit(ctx, operator, p.ID, 1234)
 			return err
 		}},
 	}
@@ -574,5 +598,29 @@ func TestAuthenticate(t *testing.T) {
 	advance(500 * time.Millisecond)
 	if _, err := replica.Authenticate(ctx, expToken); !errors.Is(err, ErrBadKey) {
 		t.Fatalf("expired key accepted from the cache: %v", err)
+	}
+}
+
+// TestIngestRateLimit: the override set through the control plane is what the API
+// reads back, at once on this replica (the change drops the cached value).
+func TestIngestRateLimit(t *testing.T) {
+	e := newEnv(t)
+	p := e.project("acme")
+	if n, err := e.svc.IngestRateLimit(e.ctx, p.ID); err != nil || n != 0 {
+		t.Fatalf("IngestRateLimit of a new project = %d, %v; want 0", n, err)
+	}
+	if got, err := e.svc.SetIngestRateLimit(e.ctx, operator, p.ID, 5000); err != nil || got.IngestRateLimit != 5000 {
+		t.Fatalf("SetIngestRateLimit = %+v, %v", got, err)
+	}
+	if n, err := e.svc.IngestRateLimit(e.ctx, p.ID); err != nil || n != 5000 {
+		t.Fatalf("IngestRateLimit after the override = %d, %v; want 5000", n, err)
+	}
+	if _, err := e.svc.IngestRateLimit(e.ctx, "prj_00000000000000000000000000"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("IngestRateLimit of an unknown project: %v, want ErrNotFound", err)
+	}
+	recs := e.audit(p.ID)
+	last := recs[len(recs)-1]
+	if last.Action != "project.rate_limit.set" || last.Target.ID != p.ID || fmt.Sprint(last.Metadata["ingestRateLimit"]) != "5000" {
+		t.Fatalf("audit record %+v", last)
 	}
 }

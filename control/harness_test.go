@@ -128,6 +128,13 @@ func (c *faultCatalog) SetRetention(ctx context.Context, r catalog.Retention) (c
 	return c.Catalog.SetRetention(ctx, r)
 }
 
+func (c *faultCatalog) SetIngestRateLimit(ctx context.Context, projectID string, limit int) (catalog.Project, error) {
+	if err := c.write("SetIngestRateLimit"); err != nil {
+		return catalog.Project{}, err
+	}
+	return c.Catalog.SetIngestRateLimit(ctx, projectID, limit)
+}
+
 func (c *faultCatalog) CreateLegalHold(ctx context.Context, h catalog.LegalHold) (catalog.LegalHold, error) {
 	if err := c.write("CreateLegalHold"); err != nil {
 		return catalog.LegalHold{}, err
@@ -287,6 +294,9 @@ func (e *env) state(projectID string) string {
 	var b strings.Builder
 	ps, _ := e.db.ListProjects(e.ctx, "", 1000)
 	fmt.Fprintf(&b, "projects=%d\n", len(ps))
+	if p, err := e.db.Project(e.ctx, projectID); err == nil {
+		fmt.Fprintf(&b, "ingest rate limit %d\n", p.IngestRateLimit)
+	}
 	ks, _ := e.db.ListAPIKeys(e.ctx, projectID)
 	for _, k := range ks {
 		fmt.Fprintf(&b, "key %s %v %s\n", k.ID, k.Scopes, k.State(time.Now()))

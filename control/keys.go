@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -109,7 +108,7 @@ func (s *Service) RevokeAPIKey(ctx context.Context, actor Actor, projectID, keyI
 		return mapCatalog(err, "API key "+keyID)
 	})
 	if err == nil {
-		s.auth.forget(k.Hash)
+		s.auth.forget(string(k.Hash))
 	}
 	return k, err
 }
@@ -135,7 +134,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (catalog.APIKe
 	}
 	hash := HashToken(token)
 	now := s.now()
-	k, ok := s.auth.get(hash, now)
+	k, ok := s.auth.get(string(hash), now)
 	if !ok {
 		var err error
 		k, err = s.cat.APIKeyByHash(ctx, hash)
@@ -145,55 +144,10 @@ func (s *Service) Authenticate(ctx context.Context, token string) (catalog.APIKe
 		if err != nil {
 			return catalog.APIKey{}, fmt.Errorf("look up API key: %w", err)
 		}
-		s.auth.put(hash, k, now)
+		s.auth.put(string(hash), k, now)
 	}
 	if k.State(now) != catalog.KeyActive {
 		return catalog.APIKey{}, ErrBadKey
 	}
 	return k, nil
-}
-
-// authCache keeps looked-up keys for at most ttl.
-type authCache struct {
-	ttl time.Duration
-	mu  sync.Mutex
-	m   map[string]authEntry
-}
-
-type authEntry struct {
-	key catalog.APIKey
-	at  time.Time
-}
-
-func newAuthCache(ttl time.Duration) *authCache {
-	return &authCache{ttl: ttl, m: map[string]authEntry{}}
-}
-
-func (c *authCache) get(hash []byte, now time.Time) (catalog.APIKey, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[string(hash)]
-	if !ok || now.Sub(e.at) >= c.ttl || now.Before(e.at) {
-		return catalog.APIKey{}, false
-	}
-	return e.key, true
-}
-
-func (c *authCache) put(hash []byte, k catalog.APIKey, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) >= 100_000 {
-		for h, e := range c.m { // drop expired entries; the map stays bounded by live keys
-			if now.Sub(e.at) >= c.ttl {
-				delete(c.m, h)
-			}
-		}
-	}
-	c.m[string(hash)] = authEntry{key: k, at: now}
-}
-
-func (c *authCache) forget(hash []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, string(hash))
 }

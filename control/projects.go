@@ -202,3 +202,42 @@ func (s *Service) ListRetention(ctx context.Context, projectID string) ([]catalo
 	rs, err := s.cat.ListRetention(ctx, projectID)
 	return rs, mapCatalog(err, "retention")
 }
+
+// SetIngestRateLimit sets the project's ingest rate limit override: requests per rate
+// window for each of its API keys (1 to catalog.MaxIngestRateLimit), or 0 to go back
+// to the service default. The change is recorded in project_audit like every other.
+func (s *Service) SetIngestRateLimit(ctx context.Context, actor Actor, projectID string, limit int) (catalog.Project, error) {
+	p, err := s.requireProject(ctx, projectID)
+	if err != nil {
+		return p, err
+	}
+	if limit < 0 || limit > catalog.MaxIngestRateLimit {
+		return p, invalid("the ingest rate limit must be 0 (the service default) to %d", catalog.MaxIngestRateLimit)
+	}
+	rec := record{action: "project.rate_limit.set", target: Actor{Type: "project", ID: projectID, Display: p.Name},
+		metadata: map[string]any{"ingestRateLimit": limit, "previous": p.IngestRateLimit}}
+	err = s.change(ctx, projectID, actor, rec, func() (err error) {
+		p, err = s.cat.SetIngestRateLimit(ctx, projectID, limit)
+		return mapCatalog(err, "project "+projectID)
+	})
+	if err == nil {
+		s.limits.forget(projectID)
+	}
+	return p, err
+}
+
+// IngestRateLimit returns the project's ingest rate limit override (0: none). It is
+// read from the catalog at most once a second per process, so an override set through
+// any replica applies everywhere within a second.
+func (s *Service) IngestRateLimit(ctx context.Context, projectID string) (int, error) {
+	now := s.now()
+	if n, ok := s.limits.get(projectID, now); ok {
+		return n, nil
+	}
+	p, err := s.cat.Project(ctx, projectID)
+	if err != nil {
+		return 0, mapCatalog(err, "project "+projectID)
+	}
+	s.limits.put(projectID, p.IngestRateLimit, now)
+	return p.IngestRateLimit, nil
+}

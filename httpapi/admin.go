@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strconv"
@@ -43,6 +42,7 @@ func (s *Server) adminRoutes(r *mux.Router) {
 		{"/projects/{project}/signing-keys/{key}/revoke", http.MethodPost, s.adminRevokeSigningKey},
 		{"/projects/{project}/retention", http.MethodPut, s.adminSetRetention},
 		{"/projects/{project}/retention", http.MethodGet, s.adminListRetention},
+		{"/projects/{project}/rate-limit", http.MethodPut, s.adminSetRateLimit},
 		{"/projects/{project}/holds", http.MethodPost, s.adminCreateHold},
 		{"/projects/{project}/holds", http.MethodGet, s.adminListHolds},
 		{"/projects/{project}/holds/{hold}/release", http.MethodPost, s.adminReleaseHold},
@@ -87,14 +87,8 @@ func actorOf(r *http.Request) (control.Actor, error) {
 // decode reads a JSON object body into v, strictly: unknown members, trailing data and
 // wrong types are errors.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		writeError(w, http.StatusRequestEntityTooLarge, "Request body exceeds the limit")
-		return false
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "Could not read the request body")
+	body, ok := s.readAll(w, r)
+	if !ok {
 		return false
 	}
 	if _, err := tlog.Canonicalize(body); err != nil {
@@ -152,10 +146,36 @@ type projectJSON struct {
 	Name          string `json:"name"`
 	CreatedAt     string `json:"createdAt"`
 	RequireSigned bool   `json:"requireSigned"`
+	// IngestRateLimit is the operator's override, null for the service default.
+	IngestRateLimit *int `json:"ingestRateLimit"`
 }
 
 func projectOut(p catalog.Project) projectJSON {
-	return projectJSON{p.ID, p.Name, tlog.FormatTime(p.CreatedAt), p.RequireSigned}
+	out := projectJSON{p.ID, p.Name, tlog.FormatTime(p.CreatedAt), p.RequireSigned, nil}
+	if p.IngestRateLimit > 0 {
+		out.IngestRateLimit = &p.IngestRateLimit
+	}
+	return out
+}
+
+// adminSetRateLimit is PUT /projects/{project}/rate-limit {"ingestRateLimit": n}: the
+// project's ingest limit per API key per rate window; 0 or null goes back to the
+// service default.
+func (s *Server) adminSetRateLimit(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		IngestRateLimit *int `json:"ingestRateLimit"`
+	}
+	if !s.decode(w, r, &req) {
+		return
+	}
+	limit := 0
+	if req.IngestRateLimit != nil {
+		limit = *req.IngestRateLimit
+	}
+	s.adminCall(w, r, func(a control.Actor) (int, any, error) {
+		p, err := s.cfg.Control.SetIngestRateLimit(r.Context(), a, mux.Vars(r)["project"], limit)
+		return http.StatusOK, projectOut(p), err
+	})
 }
 
 func (s *Server) adminCreateProject(w http.ResponseWriter, r *http.Request) {

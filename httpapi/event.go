@@ -263,12 +263,15 @@ func (in *eventInput) setString(member, value string) {
 	if !utf8.ValidString(value) {
 		value = string([]rune(value)) // replaces invalid bytes with U+FFFD
 	}
-	if utf16Len(value) > maxAttribution {
-		r := []rune(value)
-		for utf16Len(string(r)) > maxAttribution {
-			r = r[:len(r)-1]
+	// Cut to the longest prefix of at most maxAttribution UTF-16 code units, in one
+	// pass (never splitting a character).
+	units := 0
+	for i, r := range value {
+		units += utf16.RuneLen(r)
+		if units > maxAttribution {
+			value = value[:i]
+			break
 		}
-		value = string(r)
 	}
 	b, _ := json.Marshal(value)
 	canon, err := tlog.Canonicalize(b)

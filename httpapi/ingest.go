@@ -26,14 +26,8 @@ var ingestLimits = tlog.Limits{MaxDepth: maxJSONDepth, MaxMembers: maxObjectMemb
 // readBody reads a JSON body of at most MaxBodyBytes and returns it in RFC 8785 form,
 // or writes the 400/413 and returns false.
 func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		writeError(w, http.StatusRequestEntityTooLarge, "Request body exceeds the limit")
-		return nil, false
-	}
-	if err != nil {
-		writeError(w, http.StatusBadRequest, "Could not read the request body")
+	body, ok := s.readAll(w, r)
+	if !ok {
 		return nil, false
 	}
 	canon, err := tlog.CanonicalizeLimited(body, ingestLimits)
@@ -43,6 +37,27 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 		return nil, false
 	}
 	return canon, true
+}
+
+// readAll reads a body of at most MaxBodyBytes, or writes the 400/408/413 and returns
+// false. A body that does not arrive before the server's read timeout is 408, and the
+// connection is closed.
+func (s *Server) readAll(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	var netErr net.Error
+	switch {
+	case err == nil:
+		return body, true
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "Request body exceeds the limit")
+	case errors.As(err, &netErr) && netErr.Timeout():
+		w.Header().Set("Connection", "close")
+		writeError(w, http.StatusRequestTimeout, "Request body not received in time")
+	default:
+		writeError(w, http.StatusBadRequest, "Could not read the request body")
+	}
+	return nil, false
 }
 
 // ingest is POST /api/v1/log.
@@ -182,12 +197,17 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, log catalog.LogI
 	}
 }
 
-// clientIP is the request's client address.
+// clientIP is the request's client address: the connection's peer, or with
+// TrustProxyHeaders the last X-Forwarded-For entry, the one the trusted proxy wrote
+// (entries before it are whatever the client sent).
 func (s *Server) clientIP(r *http.Request) string {
 	if s.cfg.TrustProxyHeaders {
-		if xff := r.Header.Get("X-Forwarded-For"); xff != "" {
-			first, _, _ := strings.Cut(xff, ",")
-			if ip := net.ParseIP(strings.TrimSpace(first)); ip != nil {
+		if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
+			last := xff[len(xff)-1]
+			if i := strings.LastIndexByte(last, ','); i >= 0 {
+				last = last[i+1:]
+			}
+			if ip := net.ParseIP(strings.TrimSpace(last)); ip != nil {
 				return ip.String()
 			}
 		}

@@ -1,10 +1,6 @@
 package httpapi
 
 import (
-	"net/http"
-	"sync"
-	"time"
-
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -28,50 +24,4 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	}
 	reg.MustRegister(m.requests, m.errors, m.ingested, m.sealLat)
 	return m
-}
-
-// rateLimiter is a fixed-window counter per API key: at most limit requests per
-// window. It is per process; with several replicas the effective limit is per replica.
-type rateLimiter struct {
-	limit  int
-	window time.Duration
-
-	mu      sync.Mutex
-	start   time.Time
-	counts  map[string]int
-	nowFunc func() time.Time
-}
-
-func newRateLimiter(limit int, window time.Duration) *rateLimiter {
-	return &rateLimiter{limit: limit, window: window, counts: map[string]int{}, nowFunc: time.Now}
-}
-
-// allow counts a request of key and reports whether it is within the limit, and if not
-// how long until the window resets.
-func (l *rateLimiter) allow(key string) (bool, time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := l.nowFunc()
-	if now.Sub(l.start) >= l.window || now.Before(l.start) {
-		l.start = now.Truncate(l.window)
-		clear(l.counts)
-	}
-	if l.counts[key] >= l.limit {
-		return false, l.start.Add(l.window).Sub(now)
-	}
-	l.counts[key]++
-	return true, 0
-}
-
-// rateLimited applies the ingest rate limit of the authenticated key.
-func (s *Server) rateLimited(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ok, wait := s.limiter.allow(apiKeyFrom(r).ID)
-		if !ok {
-			s.metrics.errors.WithLabelValues("rate_limited").Inc()
-			writeRetry(w, http.StatusTooManyRequests, "Rate limit exceeded", wait)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }

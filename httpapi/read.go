@@ -1,10 +1,10 @@
 package httpapi
 
 import (
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
@@ -166,7 +166,8 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 		ext, ctype = "csv", "text/csv; charset=utf-8"
 	}
 	flusher, _ := w.(http.Flusher)
-	var cw *csv.Writer
+	isCSV := format == "csv"
+	var line []byte
 	started := false
 	// start commits to a 200 download; it happens once the first page was read, so a
 	// failure before any data is a plain 500 rather than a cut-off download.
@@ -177,9 +178,8 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 			key.ProjectID, time.Now().UTC().Format("20060102T150405Z"), ext))
 		w.Header().Set("Cache-Control", "no-store")
 		w.WriteHeader(http.StatusOK)
-		if format == "csv" {
-			cw = csv.NewWriter(w)
-			_ = cw.Write(csvColumns)
+		if isCSV {
+			_, _ = w.Write(appendCSVLine(nil, csvColumns))
 		}
 	}
 	var written uint64
@@ -204,11 +204,12 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				break
 			}
-			if cw != nil {
-				err = cw.Write(csvRow(e))
+			if isCSV {
+				line = appendCSVLine(line[:0], csvRow(e))
 			} else {
-				_, err = w.Write(append(e, '\n'))
+				line = append(append(line[:0], e...), '\n')
 			}
+			_, err = w.Write(line)
 		}
 		if err != nil {
 			// Headers are gone; abort the response so the client sees a truncated
@@ -217,9 +218,6 @@ func (s *Server) export(w http.ResponseWriter, r *http.Request) {
 			panic(http.ErrAbortHandler)
 		}
 		written += uint64(len(rows))
-		if cw != nil {
-			cw.Flush()
-		}
 		if flusher != nil {
 			flusher.Flush()
 		}
@@ -258,4 +256,29 @@ func csvRow(line json.RawMessage) []string {
 		}
 	}
 	return row
+}
+
+// appendCSVLine appends one CSV record to dst, as OWASP recommends against CSV
+// injection: every cell is quoted (quotes doubled, RFC 4180), and a cell a spreadsheet
+// would run as a formula (starting with =, +, -, @, tab or CR) gets a leading single
+// quote, so it shows as text. The NDJSON export is the exact form; see
+// docs/api-decisions.md.
+func appendCSVLine(dst []byte, cells []string) []byte {
+	for i, c := range cells {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '"')
+		if c != "" && strings.IndexByte("=+-@\t\r", c[0]) >= 0 {
+			dst = append(dst, '\'')
+		}
+		for j := 0; j < len(c); j++ {
+			if c[j] == '"' {
+				dst = append(dst, '"')
+			}
+			dst = append(dst, c[j])
+		}
+		dst = append(dst, '"')
+	}
+	return append(dst, '\n')
 }

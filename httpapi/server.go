@@ -58,16 +58,31 @@ type Config struct {
 	// Ready reports whether the service can take traffic (for /readyz).
 	Ready func(ctx context.Context) error
 	// RateLimit is the ingest limit per API key per RateWindow (defaults: the spec's
-	// 500 per 10 s). The limiter is per process.
+	// 500 per 10 s); a project's override (control.SetIngestRateLimit) replaces
+	// RateLimit for its keys. The limits are token buckets, per process (limits.go).
 	RateLimit  int
 	RateWindow time.Duration
+	// ReadRateLimit bounds each of /verify and /export per project per ReadRateWindow
+	// (defaults 10 per minute): both read a whole stream.
+	ReadRateLimit  int
+	ReadRateWindow time.Duration
+	// AuthFailureLimit bounds failed authentications (missing, unknown or invalid API
+	// key or operator token) per client address per AuthFailureWindow (defaults 60 per
+	// minute).
+	AuthFailureLimit  int
+	AuthFailureWindow time.Duration
+	// WriteTimeout is the server's write timeout (default 60 s). /export and /verify,
+	// which may run longer, are exempt: they clear the read deadline and set the write
+	// deadline WriteTimeout ahead before each write.
+	WriteTimeout time.Duration
 	// MaxBodyBytes bounds a request body (default 1 MiB).
 	MaxBodyBytes int64
 	// SealTimeout bounds how long an ingest waits for its event to be sealed (default
 	// 30 s).
 	SealTimeout time.Duration
-	// TrustProxyHeaders takes the client address from X-Forwarded-For (set it only
-	// behind a proxy that overwrites that header).
+	// TrustProxyHeaders takes the client address from the last X-Forwarded-For entry
+	// (set it only behind one proxy that sets or appends that header); otherwise the
+	// header is ignored.
 	TrustProxyHeaders bool
 	Logger            *slog.Logger
 	Registry          *prometheus.Registry
@@ -75,10 +90,10 @@ type Config struct {
 
 // Server is the HTTP API.
 type Server struct {
-	cfg     Config
-	limiter *rateLimiter
-	metrics *metrics
-	router  *mux.Router
+	cfg                                                  Config
+	ingestLimits, verifyLimits, exportLimits, authLimits *buckets
+	metrics                                              *metrics
+	router                                               *mux.Router
 }
 
 // New returns a Server.
@@ -92,6 +107,21 @@ func New(cfg Config) (*Server, error) {
 	if cfg.RateWindow <= 0 {
 		cfg.RateWindow = 10 * time.Second
 	}
+	if cfg.ReadRateLimit <= 0 {
+		cfg.ReadRateLimit = 10
+	}
+	if cfg.ReadRateWindow <= 0 {
+		cfg.ReadRateWindow = time.Minute
+	}
+	if cfg.AuthFailureLimit <= 0 {
+		cfg.AuthFailureLimit = 60
+	}
+	if cfg.AuthFailureWindow <= 0 {
+		cfg.AuthFailureWindow = time.Minute
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = time.Minute
+	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
@@ -104,7 +134,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Registry == nil {
 		cfg.Registry = prometheus.NewRegistry()
 	}
-	s := &Server{cfg: cfg, limiter: newRateLimiter(cfg.RateLimit, cfg.RateWindow), metrics: newMetrics(cfg.Registry)}
+	s := &Server{cfg: cfg, ingestLimits: newBuckets(), verifyLimits: newBuckets(), exportLimits: newBuckets(),
+		authLimits: newBuckets(), metrics: newMetrics(cfg.Registry)}
 	s.routes()
 	return s, nil
 }
@@ -135,8 +166,8 @@ func (s *Server) routes() {
 	}{
 		{"/log", http.MethodPost, catalog.ScopeWrite, s.rateLimited(http.HandlerFunc(s.ingest))},
 		{"/events", http.MethodGet, catalog.ScopeRead, http.HandlerFunc(s.events)},
-		{"/export", http.MethodGet, catalog.ScopeExport, http.HandlerFunc(s.export)},
-		{"/verify", http.MethodGet, catalog.ScopeVerify, http.HandlerFunc(s.verify)},
+		{"/export", http.MethodGet, catalog.ScopeExport, s.perProject(s.exportLimits, s.longRunning(http.HandlerFunc(s.export)))},
+		{"/verify", http.MethodGet, catalog.ScopeVerify, s.perProject(s.verifyLimits, s.longRunning(http.HandlerFunc(s.verify)))},
 		{"/root", http.MethodGet, catalog.ScopeVerify, http.HandlerFunc(s.root)},
 		{"/proof/inclusion", http.MethodGet, catalog.ScopeVerify, http.HandlerFunc(s.inclusion)},
 		{"/proof/consistency", http.MethodGet, catalog.ScopeVerify, http.HandlerFunc(s.consistency)},
@@ -186,17 +217,21 @@ func apiKeyFrom(r *http.Request) catalog.APIKey {
 	return k
 }
 
-// apiKey authenticates the bearer API key and requires scope.
+// apiKey authenticates the bearer API key and requires scope, before anything reads
+// the request body: a refused request's body is never read.
 func (s *Server) apiKey(scope string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.authBlocked(w, r) {
+			return
+		}
 		token, ok := bearer(r)
 		if !ok {
-			writeError(w, http.StatusUnauthorized, "Missing API key")
+			s.authFailed(w, r, "Missing API key")
 			return
 		}
 		k, err := s.cfg.Control.Authenticate(r.Context(), token)
 		if errors.Is(err, control.ErrBadKey) {
-			writeError(w, http.StatusUnauthorized, "Invalid API key")
+			s.authFailed(w, r, "Invalid API key")
 			return
 		}
 		if err != nil {
@@ -204,7 +239,7 @@ func (s *Server) apiKey(scope string, next http.Handler) http.Handler {
 			return
 		}
 		if !k.HasScope(scope) {
-			writeError(w, http.StatusForbidden, "API key missing "+scope+" scope")
+			s.refuse(w, r, http.StatusForbidden, "API key missing "+scope+" scope")
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyAPIKey, k)))
@@ -214,13 +249,16 @@ func (s *Server) apiKey(scope string, next http.Handler) http.Handler {
 // operator authenticates the operator token.
 func (s *Server) operator(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.authBlocked(w, r) {
+			return
+		}
 		token, ok := bearer(r)
 		if !ok {
-			writeError(w, http.StatusUnauthorized, "Missing operator token")
+			s.authFailed(w, r, "Missing operator token")
 			return
 		}
 		if subtle.ConstantTimeCompare([]byte(token), []byte(s.cfg.OperatorToken)) != 1 {
-			writeError(w, http.StatusUnauthorized, "Invalid operator token")
+			s.authFailed(w, r, "Invalid operator token")
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -261,6 +299,9 @@ func (w *statusRecorder) WriteHeader(code int) {
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// Unwrap lets http.ResponseController reach the connection (deadlines).
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *statusRecorder) Flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok {

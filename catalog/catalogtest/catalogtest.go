@@ -44,6 +44,7 @@ func Run(t *testing.T, open Open) {
 		{"QueryEntity", testQueryEntity},
 		{"QueryPagination", testQueryPagination},
 		{"Projects", testProjects},
+		{"ProjectRateLimit", testProjectRateLimit},
 		{"APIKeys", testAPIKeys},
 		{"Members", testMembers},
 		{"SigningKeys", testSigningKeys},

@@ -63,6 +63,43 @@ func testProjects(t *testing.T, db catalog.Catalog) {
 	}
 }
 
+// testProjectRateLimit: the operator's ingest rate limit override is stored, read back
+// by Project and ListProjects, cleared with 0; bad values and unknown projects change
+// nothing.
+func testProjectRateLimit(t *testing.T, db catalog.Catalog) {
+	ctx := ctxT(t)
+	createProjects(t, db, "prj_a", "prj_b")
+	if p, err := db.Project(ctx, "prj_a"); err != nil || p.IngestRateLimit != 0 {
+		t.Fatalf("a new project = %+v, %v; want no override", p, err)
+	}
+	p, err := db.SetIngestRateLimit(ctx, "prj_a", 20_000)
+	if err != nil || p.ID != "prj_a" || p.IngestRateLimit != 20_000 || p.Name != "Project prj_a" {
+		t.Fatalf("SetIngestRateLimit = %+v, %v", p, err)
+	}
+	if got, err := db.Project(ctx, "prj_a"); err != nil || got != p {
+		t.Fatalf("Project after the override = %+v, %v; want %+v", got, err, p)
+	}
+	if got, err := db.Project(ctx, "prj_b"); err != nil || got.IngestRateLimit != 0 {
+		t.Fatalf("the other project = %+v, %v; want no override", got, err)
+	}
+	ps, err := db.ListProjects(ctx, "", 10)
+	if err != nil || len(ps) != 2 || ps[0].IngestRateLimit != 20_000 || ps[1].IngestRateLimit != 0 {
+		t.Fatalf("ListProjects = %+v, %v", ps, err)
+	}
+	_, err = db.SetIngestRateLimit(ctx, "prj_a", -1)
+	wantErr(t, "negative limit", err, catalog.ErrInvalid)
+	_, err = db.SetIngestRateLimit(ctx, "prj_a", catalog.MaxIngestRateLimit+1)
+	wantErr(t, "limit over the maximum", err, catalog.ErrInvalid)
+	_, err = db.SetIngestRateLimit(ctx, "prj_x", 10)
+	wantErr(t, "unknown project", err, catalog.ErrNotFound)
+	if got, err := db.Project(ctx, "prj_a"); err != nil || got.IngestRateLimit != 20_000 {
+		t.Fatalf("a refused change changed the project: %+v, %v", got, err)
+	}
+	if p, err := db.SetIngestRateLimit(ctx, "prj_a", 0); err != nil || p.IngestRateLimit != 0 {
+		t.Fatalf("clearing the override = %+v, %v", p, err)
+	}
+}
+
 func testAPIKeys(t *testing.T, db catalog.Catalog) {
 	ctx := ctxT(t)
 	createProjects(t, db, "prj_a", "prj_b")

@@ -15,19 +15,19 @@ func (db *DB) CreateProject(ctx context.Context, p catalog.Project) (catalog.Pro
 	}
 	p.CreatedAt = db.stamp(p.CreatedAt)
 	p.RequireSigned = false
-	if _, err := db.pool.Exec(ctx, `INSERT INTO projects(id, name, created_at) VALUES ($1, $2, $3)`,
-		p.ID, p.Name, p.CreatedAt); err != nil {
+	if _, err := db.pool.Exec(ctx, `INSERT INTO projects(id, name, created_at, ingest_rate_limit) VALUES ($1, $2, $3, $4)`,
+		p.ID, p.Name, p.CreatedAt, p.IngestRateLimit); err != nil {
 		return p, fmt.Errorf("postgres: create project %s: %w", p.ID, mapErr(err))
 	}
 	return p, nil
 }
 
-const projectSelect = `SELECT id, name, created_at,
+const projectSelect = `SELECT id, name, created_at, ingest_rate_limit,
 	EXISTS (SELECT 1 FROM signing_keys s WHERE s.project_id = projects.id AND s.revoked_at IS NULL) FROM projects `
 
 func scanProject(row scanner) (catalog.Project, error) {
 	var p catalog.Project
-	err := row.Scan(&p.ID, &p.Name, &p.CreatedAt, &p.RequireSigned)
+	err := row.Scan(&p.ID, &p.Name, &p.CreatedAt, &p.IngestRateLimit, &p.RequireSigned)
 	p.CreatedAt = p.CreatedAt.UTC()
 	return p, err
 }
@@ -39,6 +39,18 @@ func (db *DB) Project(ctx context.Context, id string) (catalog.Project, error) {
 		return p, fmt.Errorf("postgres: project %s: %w", id, mapErr(err))
 	}
 	return p, nil
+}
+
+// SetIngestRateLimit sets the project's ingest rate limit override (0 clears it); an
+// unknown project is catalog.ErrNotFound.
+func (db *DB) SetIngestRateLimit(ctx context.Context, projectID string, limit int) (catalog.Project, error) {
+	if err := (&catalog.Project{ID: projectID, IngestRateLimit: limit}).Validate(); err != nil {
+		return catalog.Project{}, err
+	}
+	if _, err := db.pool.Exec(ctx, `UPDATE projects SET ingest_rate_limit = $2 WHERE id = $1`, projectID, limit); err != nil {
+		return catalog.Project{}, fmt.Errorf("postgres: set ingest rate limit of %s: %w", projectID, mapErr(err))
+	}
+	return db.Project(ctx, projectID)
 }
 
 // ListProjects returns up to limit projects with ids after afterID, in id order.

@@ -25,14 +25,14 @@ func (db *DB) CreateProject(ctx context.Context, p catalog.Project) (catalog.Pro
 	}
 	p.CreatedAt = db.stamp(p.CreatedAt)
 	p.RequireSigned = false
-	if _, err := db.w.ExecContext(ctx, `INSERT INTO projects(id, name, created_ms) VALUES (?, ?, ?)`,
-		p.ID, p.Name, ms(p.CreatedAt)); err != nil {
+	if _, err := db.w.ExecContext(ctx, `INSERT INTO projects(id, name, created_ms, ingest_rate_limit) VALUES (?, ?, ?, ?)`,
+		p.ID, p.Name, ms(p.CreatedAt), p.IngestRateLimit); err != nil {
 		return p, fmt.Errorf("sqlite: create project %s: %w", p.ID, mapErr(err))
 	}
 	return p, nil
 }
 
-const projectSelect = `SELECT id, name, created_ms,
+const projectSelect = `SELECT id, name, created_ms, ingest_rate_limit,
 	EXISTS (SELECT 1 FROM signing_keys s WHERE s.project_id = projects.id AND s.revoked_ms = 0) FROM projects `
 
 func scanProject(row interface{ Scan(...any) error }) (catalog.Project, error) {
@@ -40,7 +40,7 @@ func scanProject(row interface{ Scan(...any) error }) (catalog.Project, error) {
 		p       catalog.Project
 		created int64
 	)
-	err := row.Scan(&p.ID, &p.Name, &created, &p.RequireSigned)
+	err := row.Scan(&p.ID, &p.Name, &created, &p.IngestRateLimit, &p.RequireSigned)
 	p.CreatedAt = catalog.FromUnixMS(created)
 	return p, err
 }
@@ -52,6 +52,18 @@ func (db *DB) Project(ctx context.Context, id string) (catalog.Project, error) {
 		return p, fmt.Errorf("sqlite: project %s: %w", id, mapErr(err))
 	}
 	return p, nil
+}
+
+// SetIngestRateLimit sets the project's ingest rate limit override (0 clears it); an
+// unknown project is catalog.ErrNotFound.
+func (db *DB) SetIngestRateLimit(ctx context.Context, projectID string, limit int) (catalog.Project, error) {
+	if err := (&catalog.Project{ID: projectID, IngestRateLimit: limit}).Validate(); err != nil {
+		return catalog.Project{}, err
+	}
+	if _, err := db.w.ExecContext(ctx, `UPDATE projects SET ingest_rate_limit = ? WHERE id = ?`, limit, projectID); err != nil {
+		return catalog.Project{}, fmt.Errorf("sqlite: set ingest rate limit of %s: %w", projectID, mapErr(err))
+	}
+	return db.Project(ctx, projectID)
 }
 
 // ListProjects returns up to limit projects with ids after afterID, in id order.

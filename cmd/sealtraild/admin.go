@@ -32,6 +32,7 @@ The operator API client. --server defaults to $SEALTRAIL_SERVER or http://127.0.
 
 commands:
   project create --name NAME            project list
+  project rate-limit --project P --ingest N   (requests per 10 s per API key; 0: the default)
   key create --project P --scopes S[,S...] [--name N] [--expires RFC3339]
   key revoke --project P --key K        key list --project P
   member add --project P --email E --role owner|admin|member|auditor
@@ -238,7 +239,20 @@ var adminCommands = map[string]adminCommand{
 	}, func(w io.Writer, m map[string]any) { fields(w, m, "id", "name", "createdAt") }},
 	"project list": {func(fs *flag.FlagSet) func() (string, string, any, error) {
 		return func() (string, string, any, error) { return "GET", "/projects", nil, nil }
-	}, listOf("projects", "id", "name", "createdAt", "requireSigned")},
+	}, listOf("projects", "id", "name", "createdAt", "requireSigned", "ingestRateLimit")},
+	"project rate-limit": {func(fs *flag.FlagSet) func() (string, string, any, error) {
+		p := fs.String("project", "", "")
+		n := fs.Int("ingest", 0, "")
+		return func() (string, string, any, error) {
+			if err := need(map[string]*string{"project": p}); err != nil {
+				return "", "", nil, err
+			}
+			if !given(fs, "ingest") || *n < 0 {
+				return "", "", nil, errors.New("--ingest N is required: requests per 10 s per API key (0: the service default)")
+			}
+			return "PUT", "/projects/" + esc(*p) + "/rate-limit", map[string]any{"ingestRateLimit": *n}, nil
+		}
+	}, func(w io.Writer, m map[string]any) { fields(w, m, "id", "name", "ingestRateLimit") }},
 
 	"key create": {func(fs *flag.FlagSet) func() (string, string, any, error) {
 		p, scopes, name, exp := fs.String("project", "", ""), fs.String("scopes", "", ""), fs.String("name", "", ""), fs.String("expires", "", "")
@@ -309,9 +323,7 @@ var adminCommands = map[string]adminCommand{
 			if err := need(map[string]*string{"project": p}); err != nil {
 				return "", "", nil, err
 			}
-			given := false
-			fs.Visit(func(f *flag.Flag) { given = given || f.Name == "days" })
-			if !given {
+			if !given(fs, "days") {
 				return "", "", nil, errors.New("--days is required")
 			}
 			if *days < 1 {
@@ -343,6 +355,13 @@ var adminCommands = map[string]adminCommand{
 		}
 	}, func(w io.Writer, m map[string]any) { fields(w, m, "holdId", "state", "releasedAt") }},
 	"hold list": {projectOnly("/holds"), listOf("holds", "holdId", "state", "membershipRoot", "createdAt")},
+}
+
+// given reports whether the flag name was set on the command line.
+func given(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func projectOnly(suffix string) func(fs *flag.FlagSet) func() (string, string, any, error) {

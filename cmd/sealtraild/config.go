@@ -43,17 +43,35 @@ type Config struct {
 	// batches grow with load by themselves; raise MaxAgeMS on S3 or GCS).
 	MaxBatch int `json:"maxBatch"`
 	MaxAgeMS int `json:"maxAgeMs"`
-	// RateLimit is the ingest limit per API key per 10 s (default 500, the spec's).
-	// The limiter is per replica.
-	RateLimit int `json:"rateLimit"`
-	// TrustProxyHeaders takes client addresses from X-Forwarded-For.
+	// RateLimit is the ingest limit per API key per 10 s (default 500, the spec's); an
+	// operator can override it per project (admin project rate-limit). ReadRateLimit
+	// bounds each of /verify and /export per project per minute (default 10), and
+	// AuthFailureLimit failed authentications per client address per minute (default
+	// 60). All are token buckets, and per replica.
+	RateLimit        int `json:"rateLimit"`
+	ReadRateLimit    int `json:"readRateLimit"`
+	AuthFailureLimit int `json:"authFailureLimit"`
+	// TrustProxyHeaders takes client addresses from the last X-Forwarded-For entry;
+	// without it the header is ignored.
 	TrustProxyHeaders bool `json:"trustProxyHeaders"`
+	// HTTP server limits: the time to read a request's headers (default 10 s), the
+	// whole request, body included (default 60 s), to write a response (default 60 s;
+	// /export and /verify instead get this much per write), the keep-alive idle time
+	// (default 120 s), and the size of the request headers (default 16 KiB; larger is
+	// 431).
+	ReadHeaderTimeoutMS int `json:"readHeaderTimeoutMs"`
+	ReadTimeoutMS       int `json:"readTimeoutMs"`
+	WriteTimeoutMS      int `json:"writeTimeoutMs"`
+	IdleTimeoutMS       int `json:"idleTimeoutMs"`
+	MaxHeaderBytes      int `json:"maxHeaderBytes"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `json:"logLevel"`
 }
 
 func defaultConfig() Config {
-	return Config{Listen: "127.0.0.1:8080", DataDir: "data", Origin: "sealtrail.localhost", LogLevel: "info"}
+	return Config{Listen: "127.0.0.1:8080", DataDir: "data", Origin: "sealtrail.localhost", LogLevel: "info",
+		ReadHeaderTimeoutMS: 10_000, ReadTimeoutMS: 60_000, WriteTimeoutMS: 60_000, IdleTimeoutMS: 120_000,
+		MaxHeaderBytes: 16 << 10}
 }
 
 // loadConfig applies the file at path (if any) and the environment to c.
@@ -143,8 +161,14 @@ func (c *Config) resolve() error {
 	if c.Origin == "" || strings.ContainsAny(c.Origin, " \t\n+") {
 		return fmt.Errorf("config: origin %q must be non-empty, without spaces or '+'", c.Origin)
 	}
-	if c.MaxBatch < 0 || c.MaxAgeMS < 0 || c.RateLimit < 0 {
-		return errors.New("config: maxBatch, maxAgeMs and rateLimit must not be negative")
+	if c.MaxBatch < 0 || c.MaxAgeMS < 0 || c.RateLimit < 0 || c.ReadRateLimit < 0 || c.AuthFailureLimit < 0 {
+		return errors.New("config: maxBatch, maxAgeMs, rateLimit, readRateLimit and authFailureLimit must not be negative")
+	}
+	if c.ReadHeaderTimeoutMS <= 0 || c.ReadTimeoutMS <= 0 || c.WriteTimeoutMS <= 0 || c.IdleTimeoutMS <= 0 || c.MaxHeaderBytes <= 0 {
+		return errors.New("config: readHeaderTimeoutMs, readTimeoutMs, writeTimeoutMs, idleTimeoutMs and maxHeaderBytes must be positive")
+	}
+	if c.ReadHeaderTimeoutMS > c.ReadTimeoutMS {
+		return errors.New("config: readHeaderTimeoutMs must not exceed readTimeoutMs (which includes the headers)")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
@@ -154,7 +178,9 @@ func (c *Config) resolve() error {
 	return nil
 }
 
-func (c *Config) maxAge() time.Duration { return time.Duration(c.MaxAgeMS) * time.Millisecond }
+func (c *Config) maxAge() time.Duration { return ms(c.MaxAgeMS) }
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 
 // redact hides a password in a URL for messages.
 func redact(s string) string {

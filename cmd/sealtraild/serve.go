@@ -135,7 +135,8 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	}
 	ctl := control.New(cat, seq, logger)
 	api, err := httpapi.New(httpapi.Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: store,
-		OperatorToken: operatorToken, RateLimit: cfg.RateLimit, TrustProxyHeaders: cfg.TrustProxyHeaders,
+		OperatorToken: operatorToken, RateLimit: cfg.RateLimit, ReadRateLimit: cfg.ReadRateLimit,
+		AuthFailureLimit: cfg.AuthFailureLimit, WriteTimeout: ms(cfg.WriteTimeoutMS), TrustProxyHeaders: cfg.TrustProxyHeaders,
 		Logger: logger, Registry: reg, Ready: func(ctx context.Context) error { return ready(ctx, cat, store) }})
 	if err != nil {
 		return err
@@ -144,7 +145,7 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := httpServer(cfg, api.Handler(), logger)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	base := "http://" + ln.Addr().String()
@@ -171,6 +172,21 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// httpServer is the service's HTTP server with cfg's limits: a client that trickles
+// its headers or body is cut off at the read timeouts (408 for a late body), one that
+// stops reading at the write timeout, and oversize headers are refused with 431.
+func httpServer(cfg Config, h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: ms(cfg.ReadHeaderTimeoutMS),
+		ReadTimeout:       ms(cfg.ReadTimeoutMS),
+		WriteTimeout:      ms(cfg.WriteTimeoutMS),
+		IdleTimeout:       ms(cfg.IdleTimeoutMS),
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
 }
 
 func openCatalog(ctx context.Context, dsn string, logger *slog.Logger) (db, error) {
