@@ -5,7 +5,7 @@
 // stopped by their PID when the test that started them ends.
 import { spawn, execFile } from "node:child_process";
 import { mkdtemp, rm, cp } from "node:fs/promises";
-import { existsSync } from "node:fs";
+import { existsSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,6 +21,7 @@ let binsPromise;
 export function binaries() {
   binsPromise ??= (async () => {
     const dir = await mkdtemp(join(tmpdir(), "sealtrail-ts-bin-"));
+    process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
     const pkgs = ["./clients/typescript/test/gosign"];
     const given = process.env.SEALTRAIL_BIN_DIR;
     const have = given && existsSync(join(given, "sealtraild")) && existsSync(join(given, "sealtrail"));
