@@ -376,3 +376,27 @@ test("FileSTHStore: pins survive a new client, atomic files, shared format with 
   }
   assert.equal(m.size, 2);
 });
+
+test("not tampering: a store shared by two projects, a proof for other sizes", async () => {
+  const store = new st.MemorySTHStore();
+  const dev = new st.SealtrailClient({ apiKey: svc.apiKey, baseUrl: svc.base, sthStore: store, autoVerify: false });
+  const pinned = await dev.checkConsistency();
+  const other = new st.SealtrailClient({ apiKey: signed.apiKey, baseUrl: svc.base, sthStore: store, autoVerify: false });
+  await assert.rejects(other.checkConsistency(), st.ProjectMismatchError);
+  assert.equal(other.error, undefined);
+  assert.deepEqual((await store.load(st.pinKey(svc.base, "events"))).sth, pinned, "nothing pinned");
+
+  await dev.log({ action: "ts.sizes", actor: { type: "u", id: "1" } });
+  const wrongSizes = async (url, init) => {
+    const r = await fetch(url, init);
+    if (!new URL(url).pathname.endsWith("/proof/consistency")) return r;
+    const body = await r.json();
+    body.oldSize += 1;
+    return new Response(JSON.stringify(body), { status: 200, headers: { "Content-Type": "application/json" } });
+  };
+  const c = new st.SealtrailClient({ apiKey: svc.apiKey, baseUrl: svc.base, sthStore: store, autoVerify: false, fetch: wrongSizes });
+  await assert.rejects(c.checkConsistency(), st.UnexpectedResponseError);
+  assert.equal(c.error, undefined);
+  assert.deepEqual((await store.load(st.pinKey(svc.base, "events"))).sth, pinned, "nothing pinned");
+  assert.equal((await dev.checkConsistency()).treeSize, pinned.treeSize + 1);
+});
