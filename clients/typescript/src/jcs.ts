@@ -26,6 +26,8 @@ export class CanonError extends Error {
 }
 
 const MAX_DEPTH = 256;
+// A JSON number, matched where the parser stands (sticky).
+const NUMBER = /-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
 const MAX_SAFE = 2 ** 53;
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
@@ -243,7 +245,8 @@ class Parser {
 
   number(): string {
     const start = this.pos;
-    const m = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/.exec(this.s.slice(start, start + 1100));
+    NUMBER.lastIndex = start;
+    const m = NUMBER.exec(this.s);
     if (!m) this.fail("invalid number");
     const lit = m[0];
     const next = this.s[start + lit.length];

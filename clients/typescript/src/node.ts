@@ -13,10 +13,20 @@ import type { PinnedHead, STHStore } from "./store.js";
  * `{key, sth, servicePublicKey}`), so Go and TypeScript clients can share a directory.
  */
 export class FileSTHStore implements STHStore {
+  // Resolves to the error of creating the directory, if any (reported by load and save,
+  // never as an unhandled rejection).
   #ready: Promise<unknown>;
 
   constructor(readonly dir: string) {
-    this.#ready = mkdir(dir, { recursive: true, mode: 0o700 });
+    this.#ready = mkdir(dir, { recursive: true, mode: 0o700 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+  }
+
+  async #dirReady(): Promise<void> {
+    const err = await this.#ready;
+    if (err) throw new Error(`head store: ${(err as Error).message}`, { cause: err });
   }
 
   #path(key: string): string {
@@ -24,7 +34,7 @@ export class FileSTHStore implements STHStore {
   }
 
   async load(key: string): Promise<PinnedHead | null> {
-    await this.#ready;
+    await this.#dirReady();
     const p = this.#path(key);
     let data: string;
     try {
@@ -44,7 +54,7 @@ export class FileSTHStore implements STHStore {
   }
 
   async save(key: string, value: PinnedHead): Promise<void> {
-    await this.#ready;
+    await this.#dirReady();
     const dst = this.#path(key);
     const tmp = join(this.dir, `.pin-${randomBytes(8).toString("hex")}.tmp`);
     const data = JSON.stringify({ key, sth: value.sth, servicePublicKey: value.servicePublicKey }, null, 2) + "\n";

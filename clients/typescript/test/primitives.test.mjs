@@ -43,6 +43,7 @@ test("jcs: accepts and normalises", () => {
     ['"\\u00e9\\/\\u001f"', '"é/\\u001f"'],
     [' { "b" : [ true , null ] , "a" : { } } ', '{"a":{},"b":[true,null]}'],
     ['{"\\ud83d\\ude02":1,"\\u20ac":2}', '{"€":2,"😂":1}'],
+    ["0." + "0".repeat(1500) + "1", "0"],
   ];
   for (const [input, want] of cases) assert.equal(st.canonicalizeJSON(input), want, input);
   assert.equal(st.canonicalize({ b: undefined, a: [undefined, 1.5], d: new Date(0) }), '{"a":[null,1.5],"d":"1970-01-01T00:00:00.000Z"}');
