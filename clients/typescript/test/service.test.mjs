@@ -6,7 +6,6 @@ import assert from "node:assert/strict";
 import { readdir, writeFile, readFile } from "node:fs/promises";
 import { mkdtempSync } from "node:fs";
 import { createHash } from "node:crypto";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as st from "../dist/index.js";
 import { FileSTHStore } from "../dist/node.js";
@@ -23,7 +22,7 @@ after(async () => {
 });
 
 const HOUR = 3_600_000;
-const tmp = () => mkdtempSync(join(tmpdir(), "sealtrail-ts-store-"));
+const tmp = () => mkdtempSync(join(svc.root, "store-")); // removed with the service
 
 // fetch that counts requests by path and can hold /root until released.
 function countingFetch() {

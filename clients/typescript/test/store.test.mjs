@@ -26,7 +26,8 @@ test("MemorySTHStore keeps copies", () => {
 });
 
 test("FileSTHStore: round trip, replace, one file per key", async () => {
-  const dir = join(mkdtempSync(join(tmpdir(), "sealtrail-ts-fs-")), "pins", "nested");
+  const top = mkdtempSync(join(tmpdir(), "sealtrail-ts-fs-"));
+  const dir = join(top, "pins", "nested");
   const s = new FileSTHStore(dir);
   assert.equal(await s.load("http://a|events"), null);
   await s.save("http://a|events", head(1));
@@ -36,7 +37,7 @@ test("FileSTHStore: round trip, replace, one file per key", async () => {
   assert.deepEqual(await new FileSTHStore(dir).load("http://a|project-audit"), head(3));
   assert.equal((await readdir(dir)).filter((f) => f.endsWith(".json")).length, 2);
   assert.deepEqual((await readdir(dir)).filter((f) => f.endsWith(".tmp")), []);
-  await rm(dir, { recursive: true });
+  await rm(top, { recursive: true });
   await assert.rejects(s.save("http://a|events", head(4)), /head store/);
 });
 

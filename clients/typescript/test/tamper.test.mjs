@@ -6,7 +6,6 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync } from "node:fs";
 import { writeFile, cp } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as st from "../dist/index.js";
 import { FileSTHStore } from "../dist/node.js";
@@ -37,7 +36,7 @@ async function logN(n, tag) {
   for (let i = 0; i < n; i++) await c.log({ action: `tamper.${tag}`, actor: { type: "user", id: `u${i}` } });
 }
 
-const storeDir = () => mkdtempSync(join(tmpdir(), "sealtrail-ts-pins-"));
+const storeDir = () => mkdtempSync(join(svc.root, "pins-")); // removed with the service
 
 // A copy of a pin directory, so each scenario starts from the same pins.
 async function copyPins(dir) {
