@@ -2,7 +2,7 @@
 // the Go library and the offline verifier do it (tlog/export.go, docs/formats.md
 // "Export line and stored event", "Rebuild order and break reasons").
 
-import { toHex } from "./bytes.js";
+import { fromHex, toHex } from "./bytes.js";
 import { PAYLOAD_MEMBERS, commitment, hashLeaf, validateLeaf, verifyEventSignature } from "./event.js";
 import type { Leaf } from "./event.js";
 import { canonicalize, canonicalizeJSON } from "./jcs.js";
@@ -195,7 +195,7 @@ export class Rebuilder {
     }
     const lh = await hashLeaf(r.leaf);
     if (lh !== r.leafHash) this.#fail(next, BREAK_LEAF_MISMATCH, `leaf re-hashes to ${lh}, recorded ${r.leafHash}`);
-    await this.#roots.append(Uint8Array.from(lh.match(/../g)!.map((h) => parseInt(h, 16))));
+    await this.#roots.append(fromHex(lh));
     this.stats.events++;
   }
 
