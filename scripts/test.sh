@@ -3,6 +3,7 @@
 # S3-compatible server, the GCS emulator) are started on loopback by scripts/testenv/*.sh
 # when their binaries are installed (.ci/run installs them); each exports the variable
 # its tests read. Without a server those tests skip locally and fail under CI=true.
+# Then the TypeScript client (scripts/test-typescript.sh; needs node >= 20 and npm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$(go env GOPATH)/bin:$PATH"
@@ -23,3 +24,4 @@ done
 go vet ./...
 ./scripts/staticcheck.sh
 go test -race -count=1 -timeout 30m ${GOTESTFLAGS:-} ./...
+./scripts/test-typescript.sh
