@@ -5,10 +5,10 @@
 // idle). Submissions join the pending pool; the seal loop swaps the pool out (under
 // load a pool that has just begun lingers up to 2 ms, so a batch is not cut at the
 // first of the producers the last acknowledgement released), seals it as one batch
-// under the project-stream lock (a large batch is built on several cores), and hands
-// the committed batch to the
-// publish loop, which materializes tiles and the checkpoint and then wakes the
-// batch's waiters. Sealing batch N+1 overlaps publishing batch N.
+// under the project-stream lock (a large batch is built on several cores) and
+// acknowledges its events at the commit. The publish loop then materializes what was
+// committed, coalesced: at most one publication per Config.PublishInterval, each up
+// to the latest committed size.
 //
 // The commit order, and what a crash at each step leaves behind:
 //
@@ -23,22 +23,30 @@
 //     Crash: an orphan object no batch row names. The next batch reuses the same
 //     sequences under another batchId, so it never collides; a sweeper may delete it.
 //  4. COMMIT index rows, the batch row and the new checkpoint in one transaction: the
-//     commit point. Crash before: as 3. Crash after: the batch is in the tree but not
-//     yet materialized (published_size < size) and nobody was acknowledged.
-//  5. Materialize entry bundles and hash tiles of (published_size, size], derived
-//     only from committed state (the payload bundles the batch rows name), and
-//  6. publish the signed checkpoint note, then advance published_size.
-//     Steps 5-6 run under the catalog's publish lock, always up to the latest committed
+//     commit point. Crash before: as 3. Crash after: the batch is in the tree, durable,
+//     but not yet materialized (published_size < size); its waiters may not have
+//     heard of it (a signed event retried gets its original result).
+//  5. Wake the waiters: the event is acknowledged. From now on the signed head
+//     (Tree) and proofs (Proofs) include it: leaves beyond published_size are proved
+//     from the committed leaf hashes (kept in memory by the process that committed
+//     them, else read from the index rows) together with the published tiles
+//     (tiles.NewEdgeReader), so its inclusion proof verifies at once.
+//     Crash: as after 4; nothing of 6-7 is needed for the acknowledgement to hold.
+//  6. Mirror work, at most every PublishInterval per stream: materialize entry bundles
+//     and hash tiles of (published_size, size], derived only from committed state (the
+//     payload bundles the batch rows name), and
+//  7. publish the signed checkpoint note, then advance published_size.
+//     Steps 6-7 run under the catalog's publish lock, always up to the latest committed
 //     size, so the checkpoint object never moves backwards even with several replicas.
-//     Crash during 5-6: some write-once objects exist, all with the bytes the tree
-//     determines; the next publish of this stream (the next batch, or Recover at
-//     start-up) writes the same bytes again and finishes.
-//  7. Wake the waiters: only now is an event acknowledged, and an inclusion proof for
-//     it can be served at once.
+//     Crash during 6-7: some write-once objects exist, all with the bytes the tree
+//     determines; the next publication of this stream (the publish loop, a reader of
+//     the tile endpoints through Materialize, or Recover at start-up) writes the same
+//     bytes again and finishes.
 //
 // A failure before 4 fails the batch: every waiter gets an error and nothing is
-// recorded. A failure in 5-6 is retried with backoff; waiters keep waiting (bounded by
-// their context) because their events are already committed. A conflict on a
-// write-once tile means two different trees of one size: a fork. The sequencer stops
-// that stream (errFatal) rather than publish anything else.
+// recorded. A failure in 6-7 is retried with backoff and delays nobody. A conflict
+// on a write-once tile means the store holds another tree of one size: a fork. The
+// sequencer stops that stream (errFatal): Submit refuses its events and nothing more
+// is published; what was committed before stays committed, since the catalog is the
+// tree. Coalescing skips sizes, so a fork is found only at a size both trees published.
 package sequencer

@@ -203,8 +203,9 @@ func (h *harness) submitN(log catalog.LogID, n int) []Result {
 }
 
 // checkLog asserts the log is whole: contiguous sequences 1..size, every result's
-// inclusion proof verifies from tiles, the checkpoint note opens at the committed size,
-// and a full rebuild is valid.
+// inclusion proof verifies against the committed tree as served (whether or not its
+// tiles are materialized yet), the checkpoint note opens at the committed size once
+// materialized, and a full rebuild is valid.
 func (h *harness) checkLog(log catalog.LogID, results []Result) {
 	h.t.Helper()
 	ctx := context.Background()
@@ -226,6 +227,9 @@ func (h *harness) checkLog(log catalog.LogID, results []Result) {
 			h.t.Fatalf("inclusion of %d: %v", r.Sequence, err)
 		}
 	}
+	if _, err := h.seq.Materialize(ctx, log); err != nil {
+		h.t.Fatal(err)
+	}
 	note, err := h.store.Get(ctx, prefixOf(log).Key(tiles.CheckpointPath))
 	if err != nil {
 		h.t.Fatal(err)
@@ -240,5 +244,44 @@ func (h *harness) checkLog(log catalog.LogID, results []Result) {
 	}
 	if res.Break != nil || res.Size != tree.Size || res.Root != tree.Root || res.Checked != tree.Size {
 		h.t.Fatalf("rebuild %+v, live %+v", res, tree)
+	}
+}
+
+// checkProof asserts that r's inclusion proof, as served now, verifies against the
+// committed tree.
+func (h *harness) checkProof(log catalog.LogID, r Result) {
+	h.t.Helper()
+	ctx := context.Background()
+	rd, tree, err := h.seq.Proofs(ctx, log)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if r.Sequence < 1 || r.Sequence > tree.Size {
+		h.t.Fatalf("result %+v outside the committed tree of size %d", r, tree.Size)
+	}
+	p, err := rd.InclusionProof(ctx, r.Sequence-1, tree.Size)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := tlog.VerifyInclusion(r.LeafHash, r.Sequence-1, tree.Size, p, tree.Root); err != nil {
+		h.t.Fatalf("inclusion of %d in %d: %v", r.Sequence, tree.Size, err)
+	}
+}
+
+// waitStopped waits until log's stream stopped (a fork found while publishing).
+func (h *harness) waitStopped(ctx context.Context, log catalog.LogID) {
+	h.t.Helper()
+	for {
+		h.seq.mu.Lock()
+		ls := h.seq.logs[log]
+		h.seq.mu.Unlock()
+		if ls != nil && ls.stoppedErr() != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			h.t.Fatal("the stream never stopped")
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }

@@ -25,7 +25,7 @@ var errRetired = errors.New("sequencer retired")
 const lingerMax = 2 * time.Millisecond
 
 // pool is a batch in the making and then in flight. The seal loop owns results, errs
-// and size until it closes committed; after done is closed they are read-only.
+// and size until it closes done; after that they are read-only.
 type pool struct {
 	entries []Entry
 	first   time.Time // when the first entry arrived
@@ -35,22 +35,16 @@ type pool struct {
 	err     error   // the whole batch failed
 	size    uint64  // checkpoint size after the batch's commit
 
-	committed chan struct{} // closed once the batch committed or failed
-	done      chan struct{} // closed once acknowledged (published) or failed
+	done chan struct{} // closed once committed (acknowledged) or failed
 }
 
 func newPool(now time.Time) *pool {
-	return &pool{first: now, committed: make(chan struct{}), done: make(chan struct{})}
+	return &pool{first: now, done: make(chan struct{})}
 }
 
-// fail ends p with err; the seal loop or publish loop calls it once.
+// fail ends p with err; nil acknowledges it. Called once, by the seal loop or stop.
 func (p *pool) fail(err error) {
 	p.err = err
-	select {
-	case <-p.committed: // failed after the commit (a fork while publishing)
-	default:
-		close(p.committed)
-	}
 	close(p.done)
 }
 
@@ -59,18 +53,14 @@ type waiter struct {
 	i int
 }
 
+// wait returns the entry's result once its batch is committed. If ctx ends first the
+// outcome is unknown to the caller (the batch may still commit; a signed event may be
+// retried and then gets its original result).
 func (w waiter) wait(ctx context.Context) (Result, error) {
 	select {
 	case <-w.p.done:
 	case <-ctx.Done():
-		select {
-		case <-w.p.committed:
-			if w.p.err == nil && w.p.errs[w.i] == nil {
-				return Result{}, fmt.Errorf("%w: %w", ErrNotPublished, ctx.Err())
-			}
-		default:
-			return Result{}, fmt.Errorf("sequencer: waiting for seal: %w", ctx.Err())
-		}
+		return Result{}, fmt.Errorf("sequencer: waiting for seal: %w", ctx.Err())
 	}
 	if w.p.err != nil {
 		return Result{}, w.p.err
@@ -91,7 +81,7 @@ type logSequencer struct {
 	mu       sync.Mutex
 	pending  []*pool // pools waiting to be sealed, each with at most MaxBatch entries
 	npending int
-	inflight int // pools sealed or sealing but not yet acknowledged
+	inflight int // pools taken for sealing but not yet committed or failed
 	draining bool
 	retired  bool
 	stopped  error // set when a fatal error stopped the stream
@@ -101,13 +91,16 @@ type logSequencer struct {
 	lastTS    time.Time // receive time of the last event sealed, as far as known
 	lastSize  uint64    // checkpoint size at which lastTS was known
 	lastBatch int       // entries of the last pool taken for sealing
+	// Publication: the seal loop raises pubTarget (under mu) and signals pubWake.
+	pubTarget uint64
+	pubWake   chan struct{}
 	// Publish loop only.
 	writer *tiles.Writer
 }
 
 func newLogSequencer(s *Sequencer, log catalog.LogID) *logSequencer {
 	return &logSequencer{s: s, log: log, prefix: prefixOf(log), wake: make(chan struct{}, 1),
-		writer: tiles.NewWriter(s.cfg.Store, prefixOf(log), s.cfg.Logger)}
+		pubWake: make(chan struct{}, 1), writer: tiles.NewWriter(s.cfg.Store, prefixOf(log), s.cfg.Logger)}
 }
 
 func (ls *logSequencer) signal() {
@@ -216,13 +209,14 @@ func (ls *logSequencer) next() *pool {
 	}
 }
 
-// run is the seal loop; it starts the publish loop and stops it when done.
+// run is the seal loop; it starts the publish loop and, once sealing is over, lets it
+// finish the last publication and waits for it.
 func (ls *logSequencer) run() {
-	toPublish := make(chan *pool, 1024)
+	sealed := make(chan struct{})
 	published := make(chan struct{})
 	go func() {
 		defer close(published)
-		ls.publishLoop(toPublish)
+		ls.publishLoop(sealed)
 	}()
 	for {
 		p := ls.next()
@@ -241,19 +235,19 @@ func (ls *logSequencer) run() {
 			ls.finish(p, err)
 			continue
 		}
-		toPublish <- p
+		// Committed: acknowledge now (step 5 of the package comment) and leave the
+		// tiles and the checkpoint note to the publish loop.
+		ls.s.metrics.events.Add(float64(len(p.entries)))
+		ls.requestPublish(p.size)
+		ls.finish(p, nil)
 	}
-	close(toPublish)
+	close(sealed)
 	<-published
 }
 
 // finish fails p with err (if not nil) or acknowledges it, and counts it out.
 func (ls *logSequencer) finish(p *pool, err error) {
-	if err != nil {
-		p.fail(err)
-	} else {
-		close(p.done)
-	}
+	p.fail(err)
 	ls.mu.Lock()
 	ls.inflight--
 	ls.mu.Unlock()
@@ -287,8 +281,8 @@ func (ls *logSequencer) seal(p *pool) error {
 		end := b.first + uint64(len(b.batch.Events)) - 1
 		p.size = max(p.size, end)
 		ls.lastSize = end // lastTS is this batch's time
+		ls.s.edges.add(ls.log, b.first, b.batch.Events)
 	}
-	close(p.committed)
 	return nil
 }
 

@@ -66,6 +66,12 @@ type Config struct {
 	// batches grow with load by themselves). Longer suits S3 or GCS, where each
 	// object write costs money.
 	MaxAge time.Duration
+	// PublishInterval is the least time between two publications (tiles, entry
+	// bundles, checkpoint note) of one project-stream (default 200ms). Events are
+	// acknowledged at their commit; publication follows, coalescing every batch
+	// committed meanwhile, so a busy stream rewrites its partial tiles a few times a
+	// second and a quiet one publishes once after its last batch.
+	PublishInterval time.Duration
 	// MaxPending bounds the events waiting for one project-stream (default 100,000).
 	// Beyond it Submit fails fast with a *BusyError.
 	MaxPending int
@@ -94,6 +100,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxPending <= 0 {
 		c.MaxPending = 100_000
+	}
+	if c.PublishInterval <= 0 {
+		c.PublishInterval = 200 * time.Millisecond
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = time.Minute
@@ -163,8 +172,8 @@ var (
 	// ErrSealFailed: the batch failed before its commit; nothing was recorded.
 	ErrSealFailed = errors.New("sequencer: seal failed; nothing was recorded")
 	// ErrNotPublished: the event is committed, but materializing it has not finished
-	// within the caller's deadline. It will be published; a retry of a signed event
-	// returns its result.
+	// within the caller's deadline. Submit no longer returns it (events are
+	// acknowledged at their commit); it stays for callers that map it.
 	ErrNotPublished = errors.New("sequencer: event committed but not yet published")
 	// ErrClosed: the sequencer is shutting down.
 	ErrClosed = errors.New("sequencer: closed")
@@ -182,6 +191,7 @@ type Sequencer struct {
 	wg     sync.WaitGroup // running logSequencer loops
 
 	cache   *payloadCache
+	edges   *edgeCache
 	tiles   *tiles.TileCache
 	metrics *metrics
 }
@@ -195,15 +205,16 @@ func New(cfg Config) (*Sequencer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sequencer{cfg: cfg, logs: map[catalog.LogID]*logSequencer{}, cache: newPayloadCache(256), tiles: tc}
+	s := &Sequencer{cfg: cfg, logs: map[catalog.LogID]*logSequencer{}, cache: newPayloadCache(256), edges: newEdgeCache(), tiles: tc}
 	s.metrics = newMetrics(s, cfg.Registerer)
 	return s, nil
 }
 
-// Submit seals e into the log and returns once it is committed and published, or
-// with an error: a *BusyError (nothing queued), ErrIDConflict, ErrSealFailed (nothing
-// recorded), ErrNotPublished (committed; ctx ended first) or ctx's error while the
-// batch is still being sealed (outcome unknown; a signed event may be retried).
+// Submit seals e into the log and returns once it is committed (durable, in the
+// tree, provable at once; tiles and the checkpoint note follow), or with an error: a
+// *BusyError (nothing queued), ErrIDConflict, ErrSealFailed (nothing recorded) or
+// ctx's error while the batch is still being sealed (outcome unknown; a signed event
+// may be retried).
 func (s *Sequencer) Submit(ctx context.Context, log catalog.LogID, e Entry) (Result, error) {
 	if err := log.Validate(); err != nil {
 		return Result{}, err

@@ -1,6 +1,7 @@
 package tiles
 
 import (
+	"context"
 	"fmt"
 	"sync"
 
@@ -193,4 +194,27 @@ func subtreeOf(hs []tlog.Hash) tlog.Hash {
 	}
 	half := len(hs) / 2
 	return tlog.NodeHash(subtreeOf(hs[:half]), subtreeOf(hs[half:]))
+}
+
+// HashTile returns the bytes of hash tile t (full or partial, t.L >= 0) of the trusted
+// tree, computed from its hashes, which are authenticated like every other answer of
+// the Reader: the bytes the tile object holds, or will hold once materialized. A tile
+// reaching beyond the trusted tree is ErrNotFound.
+func (r *Reader) HashTile(ctx context.Context, t tlog.Tile) ([]byte, error) {
+	if t.H != TileHeight || t.L < 0 || t.L > 7 || t.N < 0 || t.W < 1 || t.W > TileWidth {
+		return nil, fmt.Errorf("tiles: hash tile %v: not a hash tile of this log", t)
+	}
+	last := uint64(t.N)*TileWidth + uint64(t.W) // hashes at level t.L up to the tile's end
+	if last > 1<<(62-uint(t.L)*TileHeight) || last<<(uint(t.L)*TileHeight) > r.trusted.Size {
+		return nil, fmt.Errorf("tiles: %s%s beyond tree size %d: %w", r.prefix, TilePath(t), r.trusted.Size, ErrNotFound)
+	}
+	var data []byte
+	err := r.withHashes(ctx, func(hr tlog.HashReader) (err error) {
+		data, err = tlog.ReadTileData(t, hr)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("tiles: %s%s: %w", r.prefix, TilePath(t), err)
+	}
+	return data, nil
 }

@@ -335,16 +335,16 @@ func (db *DB) BatchesCovering(ctx context.Context, log catalog.LogID, first, las
 	return out, nil
 }
 
-// execUnsynced runs one autocommit statement on the writer with synchronous=NORMAL,
-// then puts the connection back to FULL. It is for published_size alone, a hint for
-// crash repair: its commit reaches the WAL (a process crash keeps it) but is not
-// fsynced itself, so a power loss can lose it, and the next fsynced commit (every seal)
-// makes it durable along with everything before it in the WAL. Losing it is harmless:
-// it only ever rises after the objects it covers are durable, Recover and Tree
+// execUnsynced runs one transaction, fn, on the writer with synchronous=NORMAL, then
+// puts the connection back to FULL. It is for published sizes alone, a hint for crash
+// repair: the commit reaches the WAL (a process crash keeps it) but is not fsynced
+// itself, so a power loss can lose it, and the next fsynced commit (every seal) makes
+// it durable along with everything before it in the WAL. Losing it is harmless: it
+// only ever rises after the objects it covers are durable, Recover and Tree
 // re-publish from the lower value, and publishing is idempotent (docs/catalog.md).
 //
 // A connection that cannot be put back to FULL is discarded, never reused for a seal.
-func (db *DB) execUnsynced(ctx context.Context, query string, args ...any) error {
+func (db *DB) execUnsynced(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	conn, err := db.w.Conn(ctx)
 	if err != nil {
 		return err
@@ -353,7 +353,14 @@ func (db *DB) execUnsynced(ctx context.Context, query string, args ...any) error
 	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
 		return db.restoreFull(conn, err)
 	}
-	_, err = conn.ExecContext(ctx, query, args...)
+	tx, err := conn.BeginTx(ctx, nil)
+	if err == nil {
+		if err = fn(tx); err != nil {
+			_ = tx.Rollback()
+		} else {
+			err = tx.Commit()
+		}
+	}
 	return db.restoreFull(conn, err)
 }
 
