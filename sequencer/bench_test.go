@@ -59,23 +59,23 @@ func (s *countingStore) CreateAll(ctx context.Context, objs []tiles.Object, a ti
 	return nil
 }
 
-// countingCatalog counts the sequencer's write transactions (Seal, Publish) and
+// countingCatalog counts the sequencer's write transactions (SealGroup, Publish) and
 // all its catalog calls.
 type countingCatalog struct {
 	Catalog
 	seals, publishes, calls atomic.Int64
-	sealNS, publishNS       atomic.Int64 // time spent in Seal and Publish
+	sealNS, publishNS       atomic.Int64 // time spent in SealGroup and Publish
 	buildNS                 atomic.Int64 // time spent in the SealFunc (the sequencer's build)
 	materializeNS           atomic.Int64 // time spent in the publish function (objects)
 }
 
-func (c *countingCatalog) Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) (catalog.Checkpoint, error) {
+func (c *countingCatalog) SealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.SealGroupFunc) ([]catalog.Sealed, error) {
 	c.seals.Add(1)
 	c.calls.Add(1)
 	defer func(t0 time.Time) { c.sealNS.Add(int64(time.Since(t0))) }(time.Now())
-	return c.Catalog.Seal(ctx, log, func(ctx context.Context, cp catalog.Checkpoint) (*catalog.SealBatch, error) {
+	return c.Catalog.SealGroup(ctx, logs, func(ctx context.Context, cps []catalog.Checkpoint) ([]*catalog.SealBatch, func() error, error) {
 		defer func(t0 time.Time) { c.buildNS.Add(int64(time.Since(t0))) }(time.Now())
-		return fn(ctx, cp)
+		return fn(ctx, cps)
 	})
 }
 

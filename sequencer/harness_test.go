@@ -72,14 +72,14 @@ func (k *testKeyring) shred(log catalog.LogID) {
 	k.shredded[log] = true
 }
 
-// faultyCatalog wraps a catalog and fails Seal or Publish on demand.
+// faultyCatalog wraps a catalog and fails SealGroup or Publish on demand.
 type faultyCatalog struct {
 	Catalog
 	mu          sync.Mutex
-	sealErr     error // returned by Seal before fn runs
-	commitErr   error // returned by Seal after fn ran, without committing
+	sealErr     error // returned by SealGroup before fn runs
+	commitErr   error // returned by SealGroup after fn ran, without committing
 	publishErr  error // returned by Publish before fn runs
-	lostCommits int   // Seal commits but reports an error this many times
+	lostCommits int   // SealGroup commits but reports an error this many times
 }
 
 func (c *faultyCatalog) set(f func(*faultyCatalog)) {
@@ -88,7 +88,7 @@ func (c *faultyCatalog) set(f func(*faultyCatalog)) {
 	f(c)
 }
 
-func (c *faultyCatalog) Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) (catalog.Checkpoint, error) {
+func (c *faultyCatalog) SealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.SealGroupFunc) ([]catalog.Sealed, error) {
 	c.mu.Lock()
 	sealErr, commitErr, lost := c.sealErr, c.commitErr, c.lostCommits > 0
 	if lost {
@@ -96,21 +96,25 @@ func (c *faultyCatalog) Seal(ctx context.Context, log catalog.LogID, fn catalog.
 	}
 	c.mu.Unlock()
 	if sealErr != nil {
-		return catalog.Checkpoint{}, sealErr
+		return nil, sealErr
 	}
 	if commitErr != nil {
-		return c.Catalog.Seal(ctx, log, func(ctx context.Context, cp catalog.Checkpoint) (*catalog.SealBatch, error) {
-			if _, err := fn(ctx, cp); err != nil {
-				return nil, err
+		return c.Catalog.SealGroup(ctx, logs, func(ctx context.Context, cps []catalog.Checkpoint) ([]*catalog.SealBatch, func() error, error) {
+			_, durable, err := fn(ctx, cps)
+			if err == nil && durable != nil {
+				err = durable() // the payload objects are written; the commit fails
 			}
-			return nil, commitErr
+			if err != nil {
+				return nil, nil, err
+			}
+			return nil, nil, commitErr
 		})
 	}
-	cp, err := c.Catalog.Seal(ctx, log, fn)
+	res, err := c.Catalog.SealGroup(ctx, logs, fn)
 	if err == nil && lost {
-		return catalog.Checkpoint{}, errors.New("connection reset during COMMIT")
+		return res, errors.New("connection reset during COMMIT")
 	}
-	return cp, err
+	return res, err
 }
 
 func (c *faultyCatalog) Publish(ctx context.Context, log catalog.LogID, fn func(context.Context, catalog.Checkpoint) error) (catalog.Checkpoint, error) {

@@ -253,38 +253,35 @@ func (ls *logSequencer) finish(p *pool, err error) {
 	ls.mu.Unlock()
 }
 
-// seal commits p as one batch (steps 1-4 of the package comment).
+// seal commits p as one batch (steps 1-4 of the package comment), in the next group
+// commit of the process (committer). If another replica holds the project-stream's
+// lock, it tries again in the following groups until SealTimeout.
 func (ls *logSequencer) seal(p *pool) error {
-	cfg := &ls.s.cfg
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.SealTimeout)
-	defer cancel()
-	p.results = make([]Result, len(p.entries))
-	p.errs = make([]error, len(p.entries))
-	var b *built
-	cp, err := cfg.Catalog.Seal(ctx, ls.log, func(ctx context.Context, cp catalog.Checkpoint) (*catalog.SealBatch, error) {
-		var err error
-		b, err = ls.build(ctx, cp, p)
-		if err != nil || b == nil {
-			return nil, err
+	deadline := time.Now().Add(ls.s.cfg.SealTimeout)
+	for {
+		r := ls.s.group.seal(ls, p)
+		if r.err != nil {
+			if r.b != nil && ls.committedAnyway(r.b) {
+				ls.s.cfg.Logger.Warn("seal reported an error but the batch is committed", "log", ls.log.String(), "err", r.err)
+				r.committed(ls, p, r.cp)
+				return nil
+			}
+			return fmt.Errorf("%w: %w", ErrSealFailed, r.err)
 		}
-		return b.batch, nil
-	})
-	if err != nil {
-		if b != nil && ls.committedAnyway(b) {
-			cfg.Logger.Warn("seal reported an error but the batch is committed", "log", ls.log.String(), "err", err)
-		} else {
-			return fmt.Errorf("%w: %w", ErrSealFailed, err)
+		if r.locked {
+			r.committed(ls, p, r.cp)
+			return nil
 		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: the lock of %s stayed with another replica for %s", ErrSealFailed, ls.log, ls.s.cfg.SealTimeout)
+		}
+		time.Sleep(lockRetry)
 	}
-	p.size = cp.Size
-	if b != nil {
-		end := b.first + uint64(len(b.batch.Events)) - 1
-		p.size = max(p.size, end)
-		ls.lastSize = end // lastTS is this batch's time
-		ls.s.edges.add(ls.log, b.first, b.batch.Events)
-	}
-	return nil
 }
+
+// lockRetry is how long a stream whose lock another replica holds waits before it
+// joins a group again.
+const lockRetry = 2 * time.Millisecond
 
 // committedAnyway reports whether the batch b is committed after all: a commit whose
 // acknowledgement was lost returns an error although the transaction went through.
@@ -295,17 +292,20 @@ func (ls *logSequencer) committedAnyway(b *built) bool {
 	return err == nil && len(bs) == 1 && bs[0].BatchID == b.batch.BatchID
 }
 
-// built is a batch ready to commit.
+// built is a batch ready to commit, once its payload bundle (object) is durable.
 type built struct {
-	first uint64
-	batch *catalog.SealBatch
+	first  uint64
+	batch  *catalog.SealBatch
+	object tiles.Object
 }
 
 // build runs under the project-stream lock: it resolves retried ids, assigns
-// sequences, encrypts, builds leaves and writes the payload bundle (steps 2-3). It
-// returns nil when every entry was a duplicate or a conflict.
+// sequences, encrypts, builds leaves and encodes the payload bundle (step 2; the
+// committer writes it, step 3). It returns nil when every entry was a duplicate or a
+// conflict.
 func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *pool) (*built, error) {
-	cfg := &ls.s.cfg
+	p.results = make([]Result, len(p.entries))
+	p.errs = make([]error, len(p.entries))
 	newAt, err := ls.resolveIDs(ctx, p)
 	if err != nil {
 		return nil, err
@@ -370,24 +370,14 @@ func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *poo
 	if err != nil {
 		return nil, err
 	}
-	// The bundle is written while the catalog inserts the index rows; the catalog
-	// waits for it (Durable) before it commits.
-	written := make(chan error, 1)
-	go func() { written <- cfg.Store.Create(ctx, ls.prefix.Key(path), data, tiles.PrivateAttrs) }()
-	durable := func() error {
-		if err := <-written; err != nil {
-			return fmt.Errorf("write payload bundle: %w", err)
-		}
-		return nil
-	}
 	// The publish loop reads this bundle's leaves right after the commit; keep the
 	// decoded bundle so it need not read it back. Its key names only this batch (the
 	// batch id is random), so an entry for a batch that then fails is never used.
 	ls.s.cache.add(ls.prefix.Key(path), &bundle)
 	var root tlog.Hash
 	copy(root[:], rootRaw)
-	return &built{first: first, batch: &catalog.SealBatch{BatchID: batchID, Events: events, Root: root,
-		Range: toHashes(rng.Hashes()), Durable: durable}}, nil
+	return &built{first: first, object: tiles.Object{Key: ls.prefix.Key(path), Data: data},
+		batch: &catalog.SealBatch{BatchID: batchID, Events: events, Root: root, Range: toHashes(rng.Hashes())}}, nil
 }
 
 // Build parallelism: at most maxBuildWorkers goroutines, each with at least

@@ -20,9 +20,10 @@ import (
 // Catalog is the part of the SQL catalog the sequencer uses. Implementations:
 // catalog/postgres and catalog/sqlite.
 type Catalog interface {
-	// Seal runs fn under the project-stream lock and commits the batch it returns in
-	// one transaction (see catalog.SealFunc).
-	Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) (catalog.Checkpoint, error)
+	// SealGroup is the group commit: it locks the project-streams no one else holds,
+	// runs fn and commits every batch it returns in one transaction (see
+	// catalog.Catalog).
+	SealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.SealGroupFunc) ([]catalog.Sealed, error)
 	// Publish runs fn under the project-stream's publish lock (distinct from the seal
 	// lock, held across replicas) with the checkpoint read under that lock. If fn
 	// returns nil, published_size becomes cp.Size before the lock is released.
@@ -190,6 +191,7 @@ type Sequencer struct {
 	closed bool
 	wg     sync.WaitGroup // running logSequencer loops
 
+	group   *committer
 	cache   *payloadCache
 	edges   *edgeCache
 	tiles   *tiles.TileCache
@@ -207,6 +209,7 @@ func New(cfg Config) (*Sequencer, error) {
 	}
 	s := &Sequencer{cfg: cfg, logs: map[catalog.LogID]*logSequencer{}, cache: newPayloadCache(256), edges: newEdgeCache(), tiles: tc}
 	s.metrics = newMetrics(s, cfg.Registerer)
+	s.group = newCommitter(s)
 	return s, nil
 }
 
@@ -278,7 +281,7 @@ func (s *Sequencer) Close(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	go func() { s.wg.Wait(); s.group.stop(); close(done) }()
 	select {
 	case <-done:
 		return nil
