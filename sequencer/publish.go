@@ -102,9 +102,15 @@ func (ls *logSequencer) publishUntil(target uint64) error {
 	cfg := &ls.s.cfg
 	backoff := 50 * time.Millisecond
 	for {
+		// A bounded number of streams publish at once, so that publications (each a
+		// catalog transaction and a few synced object writes) never crowd out the
+		// group commit, however many streams are active; a stream waiting for a slot
+		// coalesces more batches into its next publication.
+		ls.s.pubSlots <- struct{}{}
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.SealTimeout)
 		cp, err := ls.s.publish(ctx, ls.log, ls.writer)
 		cancel()
+		<-ls.s.pubSlots
 		if err == nil && cp.PublishedSize >= target {
 			return nil
 		}

@@ -73,6 +73,9 @@ type Config struct {
 	// committed meanwhile, so a busy stream rewrites its partial tiles a few times a
 	// second and a quiet one publishes once after its last batch.
 	PublishInterval time.Duration
+	// MaxPublishing bounds the project-streams publishing at once (default 4): the
+	// rest wait for a slot, coalescing more batches meanwhile.
+	MaxPublishing int
 	// MaxPending bounds the events waiting for one project-stream (default 100,000).
 	// Beyond it Submit fails fast with a *BusyError.
 	MaxPending int
@@ -104,6 +107,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.PublishInterval <= 0 {
 		c.PublishInterval = 200 * time.Millisecond
+	}
+	if c.MaxPublishing <= 0 {
+		c.MaxPublishing = 4
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = time.Minute
@@ -191,11 +197,12 @@ type Sequencer struct {
 	closed bool
 	wg     sync.WaitGroup // running logSequencer loops
 
-	group   *committer
-	cache   *payloadCache
-	edges   *edgeCache
-	tiles   *tiles.TileCache
-	metrics *metrics
+	group    *committer
+	pubSlots chan struct{} // one token per publication in progress (MaxPublishing)
+	cache    *payloadCache
+	edges    *edgeCache
+	tiles    *tiles.TileCache
+	metrics  *metrics
 }
 
 // New returns a Sequencer. Call Recover before serving, and Close to drain.
@@ -210,6 +217,7 @@ func New(cfg Config) (*Sequencer, error) {
 	s := &Sequencer{cfg: cfg, logs: map[catalog.LogID]*logSequencer{}, cache: newPayloadCache(256), edges: newEdgeCache(), tiles: tc}
 	s.metrics = newMetrics(s, cfg.Registerer)
 	s.group = newCommitter(s)
+	s.pubSlots = make(chan struct{}, cfg.MaxPublishing)
 	return s, nil
 }
 
