@@ -14,7 +14,8 @@
 // lock another replica holds is skipped and tries again in a later tick.
 //
 // Each stream's publish loop then materializes what was committed, coalesced: at most
-// one publication per Config.PublishInterval, each up to the latest committed size.
+// one publication per Config.PublishInterval, each up to the latest committed size,
+// and at most Config.MaxPublishing streams publishing at once in the process.
 //
 // The commit order, and what a crash at each step leaves behind:
 //
