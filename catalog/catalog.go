@@ -81,8 +81,13 @@ var (
 type Catalog interface {
 	Close()
 
-	// Seal is the sequencer's commit path; see [SealFunc].
+	// Seal is the sequencer's commit path for one project-stream; see [SealFunc].
 	Seal(ctx context.Context, log LogID, fn SealFunc) (Checkpoint, error)
+	// SealGroup is the group commit: it takes, without waiting, the locks of the
+	// project-streams of logs that no one else holds (in SortLogs order), runs fn with
+	// their checkpoints, and commits every batch fn returns in one transaction. It
+	// returns one Sealed per log, in the order of logs. Any error commits nothing.
+	SealGroup(ctx context.Context, logs []LogID, fn SealGroupFunc) ([]Sealed, error)
 	Checkpoint(ctx context.Context, log LogID) (Checkpoint, error)
 	// Publish is the materializer's path: fn runs under the publish lock (apart from
 	// the seal lock), and published_size becomes cp.Size if fn succeeds.

@@ -3,6 +3,8 @@ package catalog
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -223,4 +225,71 @@ func (q *Query) Validate() error {
 		return fmt.Errorf("%w: direction %q", ErrInvalid, q.Direction)
 	}
 	return nil
+}
+
+// SealGroupFunc is what SealGroup runs once it holds the locks: cps are the checkpoints
+// of the project-streams it locked, in the order of SealGroup's logs. It returns one
+// batch per checkpoint (nil or empty: nothing for that stream) and, if not nil, a
+// durable function that waits until every payload object the batches name is durable
+// (the driver calls it after writing the rows, before the commit, as
+// SealBatch.Durable). Returning an error commits nothing.
+type SealGroupFunc func(ctx context.Context, cps []Checkpoint) (batches []*SealBatch, durable func() error, err error)
+
+// Sealed is the outcome of SealGroup for one project-stream.
+type Sealed struct {
+	// Locked is false for a project-stream whose lock another replica held: nothing
+	// was sealed for it; try again in the next group.
+	Locked bool
+	// Checkpoint is the checkpoint after the commit (or as fn saw it, if its batch
+	// was empty).
+	Checkpoint Checkpoint
+}
+
+// SortLogs sorts logs in the order SealGroup takes their locks: by project id, then
+// stream.
+func SortLogs(logs []LogID) {
+	slices.SortFunc(logs, func(a, b LogID) int {
+		if c := strings.Compare(a.ProjectID, b.ProjectID); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.Stream), string(b.Stream))
+	})
+}
+
+// CheckGroup validates SealGroup's logs: valid, distinct project-streams.
+func CheckGroup(logs []LogID) error {
+	seen := make(map[LogID]struct{}, len(logs))
+	for _, l := range logs {
+		if err := l.Validate(); err != nil {
+			return err
+		}
+		if _, dup := seen[l]; dup {
+			return fmt.Errorf("%w: %s twice in one seal group", ErrInvalid, l)
+		}
+		seen[l] = struct{}{}
+	}
+	return nil
+}
+
+// After returns the checkpoint that committing b on cp leaves, updated at now.
+func (cp Checkpoint) After(b *SealBatch, now time.Time) Checkpoint {
+	next := cp
+	next.Size = cp.Size + uint64(len(b.Events))
+	next.Root = b.Root
+	next.Range = append([]Hash(nil), b.Range...)
+	next.UpdatedAt = now
+	return next
+}
+
+// RunGroup runs a SealGroupFunc for the drivers and checks that it returned one batch
+// per checkpoint.
+func RunGroup(ctx context.Context, fn SealGroupFunc, cps []Checkpoint) ([]*SealBatch, func() error, error) {
+	batches, durable, err := fn(ctx, cps)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(batches) != len(cps) {
+		return nil, nil, fmt.Errorf("%w: seal group: %d batches for %d project-streams", ErrInvalid, len(batches), len(cps))
+	}
+	return batches, durable, nil
 }

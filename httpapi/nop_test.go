@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"errors"
+	sumdb "golang.org/x/mod/sumdb/tlog"
 
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/sequencer"
@@ -21,6 +22,12 @@ func (nopSequencer) Submit(context.Context, catalog.LogID, sequencer.Entry) (seq
 }
 func (nopSequencer) Tree(context.Context, catalog.LogID) (tiles.Tree, error) {
 	return tiles.Tree{}, errNop
+}
+func (nopSequencer) Materialize(context.Context, catalog.LogID) (tiles.Tree, error) {
+	return tiles.Tree{}, errNop
+}
+func (nopSequencer) TileData(context.Context, catalog.LogID, sumdb.Tile) ([]byte, error) {
+	return nil, errNop
 }
 func (nopSequencer) Proofs(context.Context, catalog.LogID) (*tiles.Reader, tiles.Tree, error) {
 	return nil, tiles.Tree{}, errNop

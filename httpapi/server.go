@@ -10,6 +10,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
+	sumdb "golang.org/x/mod/sumdb/tlog"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -31,6 +32,8 @@ type Sequencer interface {
 	Submit(ctx context.Context, log catalog.LogID, e sequencer.Entry) (sequencer.Result, error)
 	Tree(ctx context.Context, log catalog.LogID) (tiles.Tree, error)
 	Proofs(ctx context.Context, log catalog.LogID) (*tiles.Reader, tiles.Tree, error)
+	Materialize(ctx context.Context, log catalog.LogID) (tiles.Tree, error)
+	TileData(ctx context.Context, log catalog.LogID, t sumdb.Tile) ([]byte, error)
 	Events(ctx context.Context, log catalog.LogID, seqs []uint64) ([]sequencer.Stored, error)
 	Rebuild(ctx context.Context, log catalog.LogID, signingKeys func(string) []ed25519.PublicKey) (sequencer.RebuildResult, error)
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"errors"
+	sumdb "golang.org/x/mod/sumdb/tlog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -257,8 +258,8 @@ func (s *Server) holdProof(w http.ResponseWriter, r *http.Request) {
 }
 
 // tlogObject serves the tlog-tiles read path of the key's project: the checkpoint,
-// hash tiles and entry bundles, straight from the store. Payload bundles are never
-// served.
+// hash tiles and entry bundles, from the store, or computed from committed state while
+// not yet materialized. Payload bundles are never served.
 func (s *Server) tlogObject(w http.ResponseWriter, r *http.Request) {
 	v := mux.Vars(r)
 	stream, err := streamParam(v["stream"])
@@ -272,14 +273,29 @@ func (s *Server) tlogObject(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	path, cache := tiles.CheckpointPath, "no-cache"
+	var tile sumdb.Tile
 	if p := v["path"]; p != "" {
-		if _, err := tiles.ParseTilePath(p); err != nil || strings.Contains(p, "..") {
+		if tile, err = tiles.ParseTilePath(p); err != nil || strings.Contains(p, "..") {
 			writeError(w, http.StatusNotFound, "Not a tile path")
 			return
 		}
 		path, cache = p, "public, max-age=31536000, immutable"
 	}
+	// Events are acknowledged at their commit and materialized shortly after. A reader
+	// of the checkpoint gets the latest committed tree materialized first; a tile not
+	// written yet (or of a partial width a publication skipped) is computed from
+	// committed state, with the bytes its object holds once written.
+	log := catalog.LogID{ProjectID: apiKeyFrom(r).ProjectID, Stream: stream}
+	if path == tiles.CheckpointPath {
+		if _, err := s.cfg.Sequencer.Materialize(r.Context(), log); err != nil {
+			s.internal(w, r, "materialize", err)
+			return
+		}
+	}
 	data, err := s.cfg.Store.Get(r.Context(), prefix.Key(path))
+	if errors.Is(err, tiles.ErrNotFound) && path != tiles.CheckpointPath {
+		data, err = s.cfg.Sequencer.TileData(r.Context(), log, tile)
+	}
 	if errors.Is(err, tiles.ErrNotFound) {
 		writeError(w, http.StatusNotFound, "Not found")
 		return

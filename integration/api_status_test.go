@@ -312,7 +312,7 @@ func TestAPIRateLimitAndSealFailure(t *testing.T) {
 		// the next batch cannot be written (chmod would not stop root).
 		payloadDir := filepath.Join(s.dataDir, "objects", p.id, "events", "payload")
 		sizeBefore := s.sth(p.all, "events").TreeSize
-		if got := checkpointSize(t, s.dataDir, s.pub, p.id, catalog.StreamEvents); got != sizeBefore {
+		if got := waitCheckpointSize(t, s.dataDir, s.pub, p.id, catalog.StreamEvents, sizeBefore); got != sizeBefore {
 			t.Fatalf("checkpoint size %d, /root size %d", got, sizeBefore)
 		}
 		aside := payloadDir + ".aside"
@@ -325,7 +325,7 @@ func TestAPIRateLimitAndSealFailure(t *testing.T) {
 		w2, _ := s.newKey(p.id, []string{catalog.ScopeWrite}, "")
 		r := s.api(http.MethodPost, "/log", w2, event("doomed", "alice"))
 		wantError(t, "ingest on a failing store", r, http.StatusInternalServerError, "Failed to seal event; nothing was recorded")
-		if got := checkpointSize(t, s.dataDir, s.pub, p.id, catalog.StreamEvents); got != sizeBefore {
+		if got := waitCheckpointSize(t, s.dataDir, s.pub, p.id, catalog.StreamEvents, sizeBefore); got != sizeBefore {
 			t.Fatalf("checkpoint moved from %d to %d after a failed seal", sizeBefore, got)
 		}
 		if got := s.sth(p.all, "events").TreeSize; got != sizeBefore {

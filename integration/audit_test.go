@@ -87,7 +87,7 @@ func TestProjectAuditRecordsEveryChange(t *testing.T) {
 	s.mustAdmin(http.StatusOK, http.MethodPut, "/projects/"+pid+"/retention", "", map[string]any{"days": 90})
 	expect("retention.set", "operator", "events")
 
-	if got := checkpointSize(t, s.dataDir, s.pub, pid, catalog.StreamProjectAudit); got != uint64(len(wants)) {
+	if got := waitCheckpointSize(t, s.dataDir, s.pub, pid, catalog.StreamProjectAudit, uint64(len(wants))); got != uint64(len(wants)) {
 		t.Fatalf("live project_audit checkpoint size %d, want %d", got, len(wants))
 	}
 	s.stop()

@@ -24,6 +24,10 @@ type fixture struct {
 
 const unknownProject = "prj_0000000000000000000000000z"
 
+// fixtureAuditEvents is the number of project_audit events newFixture's operator
+// actions record.
+const fixtureAuditEvents = 12
+
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	s := startServer(t, serveOpts{})
@@ -47,6 +51,13 @@ func newFixture(t *testing.T) *fixture {
 	f.hold = s.mustAdmin(http.StatusCreated, http.MethodPost, "/projects/"+f.pid+"/holds", "", map[string]any{"eventIds": []string{f.evt}}).str("holdId")
 	f.releasedHold = s.mustAdmin(http.StatusCreated, http.MethodPost, "/projects/"+f.pid+"/holds", "", map[string]any{"eventIds": []string{f.evt}}).str("holdId")
 	s.mustAdmin(http.StatusOK, http.MethodPost, "/projects/"+f.pid+"/holds/"+f.releasedHold+"/release", "", nil)
+	// The fixture's 12 operator actions and its event are acknowledged; wait for
+	// their checkpoints, which snapshot reads, to be published.
+	for stream, size := range map[catalog.Stream]uint64{catalog.StreamProjectAudit: fixtureAuditEvents, catalog.StreamEvents: 1} {
+		if got := waitCheckpointSize(t, s.dataDir, s.pub, f.pid, stream, size); got != size {
+			t.Fatalf("fixture: %s checkpoint size %d, want %d", stream, got, size)
+		}
+	}
 	return f
 }
 
@@ -73,7 +84,7 @@ func TestAdminAPIBadInput(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	before := f.snapshot()
-	if !strings.Contains(before, "project_audit=12 ") {
+	if !strings.Contains(before, fmt.Sprintf("project_audit=%d ", fixtureAuditEvents)) {
 		t.Fatalf("fixture: unexpected project_audit size:\n%s", before)
 	}
 	p := "/projects/" + f.pid

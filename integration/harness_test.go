@@ -403,6 +403,22 @@ func (s *server) mustCLI(actor string, args ...string) map[string]any {
 
 // checkpointSize reads the published, signed checkpoint of a project-stream from a
 // filesystem store and returns its size (0 when the stream has none yet).
+// waitCheckpointSize waits until the checkpoint object of projectID's stream names size
+// want (events are acknowledged at their commit; the object follows within the
+// sequencer's publish interval) and returns the size it last read, want or not after
+// ten seconds.
+func waitCheckpointSize(t *testing.T, dataDir string, pub ed25519.PublicKey, projectID string, stream catalog.Stream, want uint64) uint64 {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := checkpointSize(t, dataDir, pub, projectID, stream)
+		if got == want || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func checkpointSize(t *testing.T, dataDir string, pub ed25519.PublicKey, projectID string, stream catalog.Stream) uint64 {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dataDir, "objects", projectID, string(stream), "checkpoint"))

@@ -169,7 +169,7 @@ func TestDevStartAndRestart(t *testing.T) {
 	for _, action := range []string{"doc.read", "doc.write"} {
 		ids = append(ids, s.mustLog(apiKey, action))
 	}
-	if got := checkpointSize(t, s.dataDir, s.pub, projectID, catalog.StreamEvents); got != 3 {
+	if got := waitCheckpointSize(t, s.dataDir, s.pub, projectID, catalog.StreamEvents, 3); got != 3 {
 		t.Fatalf("events checkpoint size %d, want 3", got)
 	}
 	s.stop()
@@ -200,11 +200,11 @@ func TestDevStartAndRestart(t *testing.T) {
 	if list, _ := keys.body["keys"].([]any); len(list) != 1 || list[0].(map[string]any)["state"] != "active" {
 		t.Fatalf("after restart: keys %s, want the one active dev key", keys.raw)
 	}
-	if got := checkpointSize(t, s2.dataDir, s2.pub, projectID, catalog.StreamEvents); got != 3 {
+	if got := waitCheckpointSize(t, s2.dataDir, s2.pub, projectID, catalog.StreamEvents, 3); got != 3 {
 		t.Fatalf("after restart: events checkpoint size %d, want 3", got)
 	}
 	ids = append(ids, s2.mustLog(apiKey, "after.restart"))
-	if got := checkpointSize(t, s2.dataDir, s2.pub, projectID, catalog.StreamEvents); got != 4 {
+	if got := waitCheckpointSize(t, s2.dataDir, s2.pub, projectID, catalog.StreamEvents, 4); got != 4 {
 		t.Fatalf("events checkpoint size %d after one more event, want 4", got)
 	}
 	s2.stop()

@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -57,23 +59,23 @@ func (s *countingStore) CreateAll(ctx context.Context, objs []tiles.Object, a ti
 	return nil
 }
 
-// countingCatalog counts the sequencer's write transactions (Seal, Publish) and
+// countingCatalog counts the sequencer's write transactions (SealGroup, Publish) and
 // all its catalog calls.
 type countingCatalog struct {
 	Catalog
 	seals, publishes, calls atomic.Int64
-	sealNS, publishNS       atomic.Int64 // time spent in Seal and Publish
+	sealNS, publishNS       atomic.Int64 // time spent in SealGroup and Publish
 	buildNS                 atomic.Int64 // time spent in the SealFunc (the sequencer's build)
 	materializeNS           atomic.Int64 // time spent in the publish function (objects)
 }
 
-func (c *countingCatalog) Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) (catalog.Checkpoint, error) {
+func (c *countingCatalog) SealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.SealGroupFunc) ([]catalog.Sealed, error) {
 	c.seals.Add(1)
 	c.calls.Add(1)
 	defer func(t0 time.Time) { c.sealNS.Add(int64(time.Since(t0))) }(time.Now())
-	return c.Catalog.Seal(ctx, log, func(ctx context.Context, cp catalog.Checkpoint) (*catalog.SealBatch, error) {
+	return c.Catalog.SealGroup(ctx, logs, func(ctx context.Context, cps []catalog.Checkpoint) ([]*catalog.SealBatch, func() error, error) {
 		defer func(t0 time.Time) { c.buildNS.Add(int64(time.Since(t0))) }(time.Now())
-		return fn(ctx, cp)
+		return fn(ctx, cps)
 	})
 }
 
@@ -115,6 +117,15 @@ func (c *countingCatalog) EventsByID(ctx context.Context, log catalog.LogID, ids
 //
 // embedded-memstore/producers=1000 is the embedded default with the in-memory store
 // instead of the filesystem: the ceiling the SQLite catalog alone sets.
+//
+// projects=1000 is producers=1000 with the events spread round-robin over 1,000
+// projects (one stream each): the many-tenants case of issue #21.
+//
+// Besides throughput it reports what one event costs in writes: disk-B/event is the
+// process's write_bytes from /proc/self/io (the SQLite file and WAL and the
+// filesystem store, as they reach the block layer), wal-B/event PostgreSQL's WAL
+// (pg_stat_wal, which is server-wide: run it on a quiet server). Count fsyncs by
+// running the benchmark under strace -f -c -e trace=fsync,fdatasync (docs/catalog.md).
 func BenchmarkSeal(b *testing.B) {
 	for _, kind := range []string{"embedded", "postgres", "embedded-memstore"} {
 		b.Run(kind, func(b *testing.B) {
@@ -126,17 +137,22 @@ func BenchmarkSeal(b *testing.B) {
 				{"batch=100", 1000, 100},
 				{"batch=10000", 20000, 10000},
 				{"producers=1000", 1000, 0},
+				{"projects=1000", 1000, 0},
 			} {
 				if kind == "embedded-memstore" && c.maxBatch != 0 {
 					continue
 				}
-				b.Run(c.name, func(b *testing.B) { benchSeal(b, kind, c.producers, c.maxBatch) })
+				projects := 1
+				if c.name == "projects=1000" {
+					projects = 1000
+				}
+				b.Run(c.name, func(b *testing.B) { benchSeal(b, kind, c.producers, c.maxBatch, projects) })
 			}
 		})
 	}
 }
 
-func benchSeal(b *testing.B, kind string, producers, maxBatch int) {
+func benchSeal(b *testing.B, kind string, producers, maxBatch, projects int) {
 	ctx := context.Background()
 	dir := benchDir(b)
 	cfg := newStackConfig(b, "sqlite", filepath.Join(dir, "catalog.db"), dir)
@@ -177,11 +193,34 @@ func benchSeal(b *testing.B, kind string, producers, maxBatch int) {
 		entries[i] = Entry{Payload: p, Index: Index{Action: "document.read", Status: "success", ActorType: "user",
 			ActorID: fmt.Sprintf("user_%d", i), TargetType: "document", TargetID: fmt.Sprintf("doc_%d", i*7)}}
 	}
-	// Warm up: the checkpoint row and this epoch's data key exist before timing.
-	if _, err := st.seq.Submit(ctx, stackLog, entries[0]); err != nil {
-		b.Fatal(err)
+	logs := make([]catalog.LogID, projects)
+	for i := range logs {
+		logs[i] = stackLog
+		if projects > 1 {
+			logs[i].ProjectID = fmt.Sprintf("prj_bench%04d", i)
+		}
+	}
+	// Warm up: the checkpoint rows and this epoch's data keys exist before timing.
+	var warm sync.WaitGroup
+	for _, log := range logs {
+		warm.Go(func() {
+			if _, err := st.seq.Submit(ctx, log, entries[0]); err != nil {
+				b.Error(err)
+			}
+		})
+	}
+	warm.Wait()
+	if b.Failed() {
+		b.FailNow()
+	}
+	for _, log := range logs {
+		if _, err := st.seq.Materialize(ctx, log); err != nil {
+			b.Fatal(err)
+		}
 	}
 	sqlBefore := sqlBytes(b, cfg)
+	walBefore := walBytes(b, cfg)
+	diskBefore := diskWriteBytes(b)
 	store.writes.Store(0)
 	store.bytes.Store(0)
 	cat.seals.Store(0)
@@ -207,7 +246,7 @@ func benchSeal(b *testing.B, kind string, producers, maxBatch int) {
 					return
 				}
 				t0 := time.Now()
-				if _, err := st.seq.Submit(ctx, stackLog, entries[i%int64(len(entries))]); err != nil {
+				if _, err := st.seq.Submit(ctx, logs[i%int64(len(logs))], entries[i%int64(len(entries))]); err != nil {
 					failed.Store(err)
 					return
 				}
@@ -222,9 +261,12 @@ func benchSeal(b *testing.B, kind string, producers, maxBatch int) {
 	if err, _ := failed.Load().(error); err != nil {
 		b.Fatal(err)
 	}
+	// Closing publishes what is still pending: its writes count.
 	st.close()
 	closed = true
 	sqlAfter := sqlBytes(b, cfg)
+	walAfter := walBytes(b, cfg)
+	diskAfter := diskWriteBytes(b)
 
 	n := float64(b.N)
 	slices.Sort(lat)
@@ -235,6 +277,10 @@ func benchSeal(b *testing.B, kind string, producers, maxBatch int) {
 	b.ReportMetric(float64(cpu.Microseconds())/n, "cpu-µs/event")
 	b.ReportMetric(float64(sqlAfter-sqlBefore)/n, "sql-B/event")
 	b.ReportMetric(float64(store.bytes.Load())/n, "obj-B/event")
+	b.ReportMetric(float64(diskAfter-diskBefore)/n, "disk-B/event")
+	if cfg.Catalog == "postgres" {
+		b.ReportMetric(float64(walAfter-walBefore)/n, "wal-B/event")
+	}
 	b.ReportMetric(float64(store.writes.Load())*1000/n, "obj-writes/1k")
 	b.ReportMetric(float64(cat.seals.Load()+cat.publishes.Load())*1000/n, "sql-tx/1k")
 	b.ReportMetric(float64(cat.calls.Load())*1000/n, "sql-calls/1k")
@@ -298,6 +344,12 @@ func sqlBytes(b *testing.B, cfg stackConfig) int64 {
 		}
 		return n
 	}
+	return pgInt(b, cfg, `SELECT pg_database_size(current_database())`)
+}
+
+// pgInt runs a query returning one integer on cfg's PostgreSQL database.
+func pgInt(b testing.TB, cfg stackConfig, query string) int64 {
+	b.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, cfg.DSN)
 	if err != nil {
@@ -305,8 +357,38 @@ func sqlBytes(b *testing.B, cfg stackConfig) int64 {
 	}
 	defer conn.Close(ctx)
 	var n int64
-	if err := conn.QueryRow(ctx, `SELECT pg_database_size(current_database())`).Scan(&n); err != nil {
+	if err := conn.QueryRow(ctx, query).Scan(&n); err != nil {
 		b.Fatal(err)
 	}
 	return n
+}
+
+// diskWriteBytes is the process's write_bytes from /proc/self/io: the bytes this
+// process caused to be sent to the block layer (SQLite and the filesystem store).
+func diskWriteBytes(b testing.TB) int64 {
+	b.Helper()
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		b.Skipf("no /proc/self/io: %v", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return n
+		}
+	}
+	b.Fatal("/proc/self/io has no write_bytes")
+	return 0
+}
+
+// walBytes is PostgreSQL's WAL written so far (server-wide), or 0 for SQLite.
+func walBytes(b testing.TB, cfg stackConfig) int64 {
+	b.Helper()
+	if cfg.Catalog != "postgres" {
+		return 0
+	}
+	return pgInt(b, cfg, `SELECT (pg_current_wal_lsn() - '0/0'::pg_lsn)::bigint`)
 }

@@ -2,43 +2,65 @@
 // tile log: durably, in order, before they are acknowledged.
 //
 // One logSequencer runs per active project-stream (created on first use, dropped when
-// idle). Submissions join the pending pool; the seal loop swaps the pool out (under
-// load a pool that has just begun lingers up to 2 ms, so a batch is not cut at the
-// first of the producers the last acknowledgement released), seals it as one batch
-// under the project-stream lock (a large batch is built on several cores), and hands
-// the committed batch to the
-// publish loop, which materializes tiles and the checkpoint and then wakes the
-// batch's waiters. Sealing batch N+1 overlaps publishing batch N.
+// idle). Submissions join the pending pool; the stream's seal loop swaps the pool out
+// (under load a pool that has just begun lingers up to 2 ms, so a batch is not cut at
+// the first of the producers the last acknowledgement released) and hands it to the
+// process's group commit (committer): each tick takes the batch of every stream that
+// handed one in since the last tick and commits them all in one catalog transaction
+// (Catalog.SealGroup, each stream under its own lock, its checkpoint row) with one
+// write of all their payload bundles (one CreateAll: one filesystem sync on the
+// filesystem store), and acknowledges their events at that commit. While a tick
+// commits, the next one gathers, so ticks grow with load by themselves. A stream whose
+// lock another replica holds is skipped and tries again in a later tick.
+//
+// Each stream's publish loop then materializes what was committed, coalesced: at most
+// one publication per Config.PublishInterval, each up to the latest committed size,
+// and at most Config.MaxPublishing streams publishing at once in the process.
 //
 // The commit order, and what a crash at each step leaves behind:
 //
-//  1. Take the project-stream lock and read the checkpoint (catalog.Seal).
-//     Crash: nothing written; the lock dies with the transaction or process.
-//  2. Assign sequences cp.Size+1.., mint ids and nonces, encrypt payloads, build leaves
-//     and append their hashes to the compact range read from the checkpoint.
-//     Crash: nothing written.
-//  3. Write the payload bundle payload/<first>-<batchId> (batchId random), while the
-//     catalog inserts the index rows; the catalog waits for the write to be durable
-//     (SealBatch.Durable) before it commits, and rolls back if it failed.
-//     Crash: an orphan object no batch row names. The next batch reuses the same
-//     sequences under another batchId, so it never collides; a sweeper may delete it.
-//  4. COMMIT index rows, the batch row and the new checkpoint in one transaction: the
-//     commit point. Crash before: as 3. Crash after: the batch is in the tree but not
-//     yet materialized (published_size < size) and nobody was acknowledged.
-//  5. Materialize entry bundles and hash tiles of (published_size, size], derived
-//     only from committed state (the payload bundles the batch rows name), and
-//  6. publish the signed checkpoint note, then advance published_size.
-//     Steps 5-6 run under the catalog's publish lock, always up to the latest committed
+//  1. Take the locks of the tick's project-streams (catalog.SealGroup: those no other
+//     replica holds, in a fixed order) and read their checkpoints.
+//     Crash: nothing written; the locks die with the transaction or process.
+//  2. For each stream, in parallel: assign sequences cp.Size+1.., mint ids and nonces,
+//     encrypt payloads, build leaves and append their hashes to the compact range read
+//     from the checkpoint. A stream whose build fails is left out of the tick (its
+//     events fail); the others go on. Crash: nothing written.
+//  3. Write every stream's payload bundle <prefix>/payload/<first>-<batchId> (batchId
+//     random) in one batch write, while the catalog inserts the index rows; the
+//     catalog waits for the write to be durable before it commits, and rolls back if
+//     it failed. Crash: orphan objects no batch row names. The next batch reuses the
+//     same sequences under another batchId, so it never collides; a sweeper may
+//     delete them.
+//  4. COMMIT every stream's index rows, batch row and new checkpoint in one
+//     transaction: the commit point of the whole tick. Crash before: as 3. Crash
+//     after: every batch of the tick is in its tree, durable, but not yet materialized
+//     (published_size < size); their waiters may not have heard of it (a signed event
+//     retried gets its original result). If the commit fails, every stream of the tick
+//     is sealed again alone, so a stream whose batch the catalog refuses fails only
+//     its own events (unless the group did commit and only the acknowledgement was
+//     lost, which the batch rows tell).
+//  5. Wake the waiters: the event is acknowledged. From now on the signed head
+//     (Tree) and proofs (Proofs) include it: leaves beyond published_size are proved
+//     from the committed leaf hashes (kept in memory by the process that committed
+//     them, else read from the index rows) together with the published tiles
+//     (tiles.NewEdgeReader), so its inclusion proof verifies at once.
+//     Crash: as after 4; nothing of 6-7 is needed for the acknowledgement to hold.
+//  6. Mirror work, at most every PublishInterval per stream: materialize entry bundles
+//     and hash tiles of (published_size, size], derived only from committed state (the
+//     payload bundles the batch rows name), and
+//  7. publish the signed checkpoint note, then advance published_size.
+//     Steps 6-7 run under the catalog's publish lock, always up to the latest committed
 //     size, so the checkpoint object never moves backwards even with several replicas.
-//     Crash during 5-6: some write-once objects exist, all with the bytes the tree
-//     determines; the next publish of this stream (the next batch, or Recover at
-//     start-up) writes the same bytes again and finishes.
-//  7. Wake the waiters: only now is an event acknowledged, and an inclusion proof for
-//     it can be served at once.
+//     Crash during 6-7: some write-once objects exist, all with the bytes the tree
+//     determines; the next publication of this stream (the publish loop, a reader of
+//     the tile endpoints through Materialize, or Recover at start-up) writes the same
+//     bytes again and finishes.
 //
-// A failure before 4 fails the batch: every waiter gets an error and nothing is
-// recorded. A failure in 5-6 is retried with backoff; waiters keep waiting (bounded by
-// their context) because their events are already committed. A conflict on a
-// write-once tile means two different trees of one size: a fork. The sequencer stops
-// that stream (errFatal) rather than publish anything else.
+// A failure before 4 fails the batch (of every stream of the tick, after the retry
+// alone): every waiter gets an error and nothing is recorded. A failure in 6-7 is retried with backoff and delays nobody. A conflict
+// on a write-once tile means the store holds another tree of one size: a fork. The
+// sequencer stops that stream (errFatal): Submit refuses its events and nothing more
+// is published; what was committed before stays committed, since the catalog is the
+// tree. Coalescing skips sizes, so a fork is found only at a size both trees published.
 package sequencer

@@ -72,14 +72,14 @@ func (k *testKeyring) shred(log catalog.LogID) {
 	k.shredded[log] = true
 }
 
-// faultyCatalog wraps a catalog and fails Seal or Publish on demand.
+// faultyCatalog wraps a catalog and fails SealGroup or Publish on demand.
 type faultyCatalog struct {
 	Catalog
 	mu          sync.Mutex
-	sealErr     error // returned by Seal before fn runs
-	commitErr   error // returned by Seal after fn ran, without committing
+	sealErr     error // returned by SealGroup before fn runs
+	commitErr   error // returned by SealGroup after fn ran, without committing
 	publishErr  error // returned by Publish before fn runs
-	lostCommits int   // Seal commits but reports an error this many times
+	lostCommits int   // SealGroup commits but reports an error this many times
 }
 
 func (c *faultyCatalog) set(f func(*faultyCatalog)) {
@@ -88,7 +88,7 @@ func (c *faultyCatalog) set(f func(*faultyCatalog)) {
 	f(c)
 }
 
-func (c *faultyCatalog) Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) (catalog.Checkpoint, error) {
+func (c *faultyCatalog) SealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.SealGroupFunc) ([]catalog.Sealed, error) {
 	c.mu.Lock()
 	sealErr, commitErr, lost := c.sealErr, c.commitErr, c.lostCommits > 0
 	if lost {
@@ -96,21 +96,25 @@ func (c *faultyCatalog) Seal(ctx context.Context, log catalog.LogID, fn catalog.
 	}
 	c.mu.Unlock()
 	if sealErr != nil {
-		return catalog.Checkpoint{}, sealErr
+		return nil, sealErr
 	}
 	if commitErr != nil {
-		return c.Catalog.Seal(ctx, log, func(ctx context.Context, cp catalog.Checkpoint) (*catalog.SealBatch, error) {
-			if _, err := fn(ctx, cp); err != nil {
-				return nil, err
+		return c.Catalog.SealGroup(ctx, logs, func(ctx context.Context, cps []catalog.Checkpoint) ([]*catalog.SealBatch, func() error, error) {
+			_, durable, err := fn(ctx, cps)
+			if err == nil && durable != nil {
+				err = durable() // the payload objects are written; the commit fails
 			}
-			return nil, commitErr
+			if err != nil {
+				return nil, nil, err
+			}
+			return nil, nil, commitErr
 		})
 	}
-	cp, err := c.Catalog.Seal(ctx, log, fn)
+	res, err := c.Catalog.SealGroup(ctx, logs, fn)
 	if err == nil && lost {
-		return catalog.Checkpoint{}, errors.New("connection reset during COMMIT")
+		return res, errors.New("connection reset during COMMIT")
 	}
-	return cp, err
+	return res, err
 }
 
 func (c *faultyCatalog) Publish(ctx context.Context, log catalog.LogID, fn func(context.Context, catalog.Checkpoint) error) (catalog.Checkpoint, error) {
@@ -203,8 +207,9 @@ func (h *harness) submitN(log catalog.LogID, n int) []Result {
 }
 
 // checkLog asserts the log is whole: contiguous sequences 1..size, every result's
-// inclusion proof verifies from tiles, the checkpoint note opens at the committed size,
-// and a full rebuild is valid.
+// inclusion proof verifies against the committed tree as served (whether or not its
+// tiles are materialized yet), the checkpoint note opens at the committed size once
+// materialized, and a full rebuild is valid.
 func (h *harness) checkLog(log catalog.LogID, results []Result) {
 	h.t.Helper()
 	ctx := context.Background()
@@ -226,6 +231,9 @@ func (h *harness) checkLog(log catalog.LogID, results []Result) {
 			h.t.Fatalf("inclusion of %d: %v", r.Sequence, err)
 		}
 	}
+	if _, err := h.seq.Materialize(ctx, log); err != nil {
+		h.t.Fatal(err)
+	}
 	note, err := h.store.Get(ctx, prefixOf(log).Key(tiles.CheckpointPath))
 	if err != nil {
 		h.t.Fatal(err)
@@ -240,5 +248,44 @@ func (h *harness) checkLog(log catalog.LogID, results []Result) {
 	}
 	if res.Break != nil || res.Size != tree.Size || res.Root != tree.Root || res.Checked != tree.Size {
 		h.t.Fatalf("rebuild %+v, live %+v", res, tree)
+	}
+}
+
+// checkProof asserts that r's inclusion proof, as served now, verifies against the
+// committed tree.
+func (h *harness) checkProof(log catalog.LogID, r Result) {
+	h.t.Helper()
+	ctx := context.Background()
+	rd, tree, err := h.seq.Proofs(ctx, log)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if r.Sequence < 1 || r.Sequence > tree.Size {
+		h.t.Fatalf("result %+v outside the committed tree of size %d", r, tree.Size)
+	}
+	p, err := rd.InclusionProof(ctx, r.Sequence-1, tree.Size)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := tlog.VerifyInclusion(r.LeafHash, r.Sequence-1, tree.Size, p, tree.Root); err != nil {
+		h.t.Fatalf("inclusion of %d in %d: %v", r.Sequence, tree.Size, err)
+	}
+}
+
+// waitStopped waits until log's stream stopped (a fork found while publishing).
+func (h *harness) waitStopped(ctx context.Context, log catalog.LogID) {
+	h.t.Helper()
+	for {
+		h.seq.mu.Lock()
+		ls := h.seq.logs[log]
+		h.seq.mu.Unlock()
+		if ls != nil && ls.stoppedErr() != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			h.t.Fatal("the stream never stopped")
+		case <-time.After(5 * time.Millisecond):
+		}
 	}
 }

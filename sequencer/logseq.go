@@ -25,7 +25,7 @@ var errRetired = errors.New("sequencer retired")
 const lingerMax = 2 * time.Millisecond
 
 // pool is a batch in the making and then in flight. The seal loop owns results, errs
-// and size until it closes committed; after done is closed they are read-only.
+// and size until it closes done; after that they are read-only.
 type pool struct {
 	entries []Entry
 	first   time.Time // when the first entry arrived
@@ -35,22 +35,16 @@ type pool struct {
 	err     error   // the whole batch failed
 	size    uint64  // checkpoint size after the batch's commit
 
-	committed chan struct{} // closed once the batch committed or failed
-	done      chan struct{} // closed once acknowledged (published) or failed
+	done chan struct{} // closed once committed (acknowledged) or failed
 }
 
 func newPool(now time.Time) *pool {
-	return &pool{first: now, committed: make(chan struct{}), done: make(chan struct{})}
+	return &pool{first: now, done: make(chan struct{})}
 }
 
-// fail ends p with err; the seal loop or publish loop calls it once.
+// fail ends p with err; nil acknowledges it. Called once, by the seal loop or stop.
 func (p *pool) fail(err error) {
 	p.err = err
-	select {
-	case <-p.committed: // failed after the commit (a fork while publishing)
-	default:
-		close(p.committed)
-	}
 	close(p.done)
 }
 
@@ -59,18 +53,14 @@ type waiter struct {
 	i int
 }
 
+// wait returns the entry's result once its batch is committed. If ctx ends first the
+// outcome is unknown to the caller (the batch may still commit; a signed event may be
+// retried and then gets its original result).
 func (w waiter) wait(ctx context.Context) (Result, error) {
 	select {
 	case <-w.p.done:
 	case <-ctx.Done():
-		select {
-		case <-w.p.committed:
-			if w.p.err == nil && w.p.errs[w.i] == nil {
-				return Result{}, fmt.Errorf("%w: %w", ErrNotPublished, ctx.Err())
-			}
-		default:
-			return Result{}, fmt.Errorf("sequencer: waiting for seal: %w", ctx.Err())
-		}
+		return Result{}, fmt.Errorf("sequencer: waiting for seal: %w", ctx.Err())
 	}
 	if w.p.err != nil {
 		return Result{}, w.p.err
@@ -91,7 +81,7 @@ type logSequencer struct {
 	mu       sync.Mutex
 	pending  []*pool // pools waiting to be sealed, each with at most MaxBatch entries
 	npending int
-	inflight int // pools sealed or sealing but not yet acknowledged
+	inflight int // pools taken for sealing but not yet committed or failed
 	draining bool
 	retired  bool
 	stopped  error // set when a fatal error stopped the stream
@@ -101,13 +91,16 @@ type logSequencer struct {
 	lastTS    time.Time // receive time of the last event sealed, as far as known
 	lastSize  uint64    // checkpoint size at which lastTS was known
 	lastBatch int       // entries of the last pool taken for sealing
+	// Publication: the seal loop raises pubTarget (under mu) and signals pubWake.
+	pubTarget uint64
+	pubWake   chan struct{}
 	// Publish loop only.
 	writer *tiles.Writer
 }
 
 func newLogSequencer(s *Sequencer, log catalog.LogID) *logSequencer {
 	return &logSequencer{s: s, log: log, prefix: prefixOf(log), wake: make(chan struct{}, 1),
-		writer: tiles.NewWriter(s.cfg.Store, prefixOf(log), s.cfg.Logger)}
+		pubWake: make(chan struct{}, 1), writer: tiles.NewWriter(s.cfg.Store, prefixOf(log), s.cfg.Logger)}
 }
 
 func (ls *logSequencer) signal() {
@@ -216,13 +209,14 @@ func (ls *logSequencer) next() *pool {
 	}
 }
 
-// run is the seal loop; it starts the publish loop and stops it when done.
+// run is the seal loop; it starts the publish loop and, once sealing is over, lets it
+// finish the last publication and waits for it.
 func (ls *logSequencer) run() {
-	toPublish := make(chan *pool, 1024)
+	sealed := make(chan struct{})
 	published := make(chan struct{})
 	go func() {
 		defer close(published)
-		ls.publishLoop(toPublish)
+		ls.publishLoop(sealed)
 	}()
 	for {
 		p := ls.next()
@@ -241,56 +235,53 @@ func (ls *logSequencer) run() {
 			ls.finish(p, err)
 			continue
 		}
-		toPublish <- p
+		// Committed: acknowledge now (step 5 of the package comment) and leave the
+		// tiles and the checkpoint note to the publish loop.
+		ls.s.metrics.events.Add(float64(len(p.entries)))
+		ls.requestPublish(p.size)
+		ls.finish(p, nil)
 	}
-	close(toPublish)
+	close(sealed)
 	<-published
 }
 
 // finish fails p with err (if not nil) or acknowledges it, and counts it out.
 func (ls *logSequencer) finish(p *pool, err error) {
-	if err != nil {
-		p.fail(err)
-	} else {
-		close(p.done)
-	}
+	p.fail(err)
 	ls.mu.Lock()
 	ls.inflight--
 	ls.mu.Unlock()
 }
 
-// seal commits p as one batch (steps 1-4 of the package comment).
+// seal commits p as one batch (steps 1-4 of the package comment), in the next group
+// commit of the process (committer). If another replica holds the project-stream's
+// lock, it tries again in the following groups until SealTimeout.
 func (ls *logSequencer) seal(p *pool) error {
-	cfg := &ls.s.cfg
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.SealTimeout)
-	defer cancel()
-	p.results = make([]Result, len(p.entries))
-	p.errs = make([]error, len(p.entries))
-	var b *built
-	cp, err := cfg.Catalog.Seal(ctx, ls.log, func(ctx context.Context, cp catalog.Checkpoint) (*catalog.SealBatch, error) {
-		var err error
-		b, err = ls.build(ctx, cp, p)
-		if err != nil || b == nil {
-			return nil, err
+	deadline := time.Now().Add(ls.s.cfg.SealTimeout)
+	for {
+		r := ls.s.group.seal(ls, p)
+		if r.err != nil {
+			if r.b != nil && ls.committedAnyway(r.b) {
+				ls.s.cfg.Logger.Warn("seal reported an error but the batch is committed", "log", ls.log.String(), "err", r.err)
+				r.committed(ls, p, r.cp)
+				return nil
+			}
+			return fmt.Errorf("%w: %w", ErrSealFailed, r.err)
 		}
-		return b.batch, nil
-	})
-	if err != nil {
-		if b != nil && ls.committedAnyway(b) {
-			cfg.Logger.Warn("seal reported an error but the batch is committed", "log", ls.log.String(), "err", err)
-		} else {
-			return fmt.Errorf("%w: %w", ErrSealFailed, err)
+		if r.locked {
+			r.committed(ls, p, r.cp)
+			return nil
 		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w: the lock of %s stayed with another replica for %s", ErrSealFailed, ls.log, ls.s.cfg.SealTimeout)
+		}
+		time.Sleep(lockRetry)
 	}
-	p.size = cp.Size
-	if b != nil {
-		end := b.first + uint64(len(b.batch.Events)) - 1
-		p.size = max(p.size, end)
-		ls.lastSize = end // lastTS is this batch's time
-	}
-	close(p.committed)
-	return nil
 }
+
+// lockRetry is how long a stream whose lock another replica holds waits before it
+// joins a group again.
+const lockRetry = 2 * time.Millisecond
 
 // committedAnyway reports whether the batch b is committed after all: a commit whose
 // acknowledgement was lost returns an error although the transaction went through.
@@ -301,17 +292,20 @@ func (ls *logSequencer) committedAnyway(b *built) bool {
 	return err == nil && len(bs) == 1 && bs[0].BatchID == b.batch.BatchID
 }
 
-// built is a batch ready to commit.
+// built is a batch ready to commit, once its payload bundle (object) is durable.
 type built struct {
-	first uint64
-	batch *catalog.SealBatch
+	first  uint64
+	batch  *catalog.SealBatch
+	object tiles.Object
 }
 
 // build runs under the project-stream lock: it resolves retried ids, assigns
-// sequences, encrypts, builds leaves and writes the payload bundle (steps 2-3). It
-// returns nil when every entry was a duplicate or a conflict.
+// sequences, encrypts, builds leaves and encodes the payload bundle (step 2; the
+// committer writes it, step 3). It returns nil when every entry was a duplicate or a
+// conflict.
 func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *pool) (*built, error) {
-	cfg := &ls.s.cfg
+	p.results = make([]Result, len(p.entries))
+	p.errs = make([]error, len(p.entries))
 	newAt, err := ls.resolveIDs(ctx, p)
 	if err != nil {
 		return nil, err
@@ -376,24 +370,14 @@ func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *poo
 	if err != nil {
 		return nil, err
 	}
-	// The bundle is written while the catalog inserts the index rows; the catalog
-	// waits for it (Durable) before it commits.
-	written := make(chan error, 1)
-	go func() { written <- cfg.Store.Create(ctx, ls.prefix.Key(path), data, tiles.PrivateAttrs) }()
-	durable := func() error {
-		if err := <-written; err != nil {
-			return fmt.Errorf("write payload bundle: %w", err)
-		}
-		return nil
-	}
 	// The publish loop reads this bundle's leaves right after the commit; keep the
 	// decoded bundle so it need not read it back. Its key names only this batch (the
 	// batch id is random), so an entry for a batch that then fails is never used.
 	ls.s.cache.add(ls.prefix.Key(path), &bundle)
 	var root tlog.Hash
 	copy(root[:], rootRaw)
-	return &built{first: first, batch: &catalog.SealBatch{BatchID: batchID, Events: events, Root: root,
-		Range: toHashes(rng.Hashes()), Durable: durable}}, nil
+	return &built{first: first, object: tiles.Object{Key: ls.prefix.Key(path), Data: data},
+		batch: &catalog.SealBatch{BatchID: batchID, Events: events, Root: root, Range: toHashes(rng.Hashes())}}, nil
 }
 
 // Build parallelism: at most maxBuildWorkers goroutines, each with at least

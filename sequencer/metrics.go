@@ -26,7 +26,7 @@ func newMetrics(s *Sequencer, reg prometheus.Registerer) *metrics {
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sealtrail_batches_total",
 			Help: "Batches by result: committed, or failed before the commit (nothing recorded)."}, []string{"result"}),
 		events: prometheus.NewCounter(prometheus.CounterOpts{Name: "sealtrail_events_sealed_total",
-			Help: "Events sealed (committed and published) by this process."}),
+			Help: "Events sealed (committed, and so acknowledged) by this process."}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.batchEvents, m.sealSeconds, m.publishSeconds, m.batches, m.events,

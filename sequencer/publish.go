@@ -11,51 +11,66 @@ import (
 	"github.com/sealtrail/sealtrail/tlog"
 )
 
-// publishLoop materializes committed batches and acknowledges them. It takes every
-// batch queued at once and publishes up to the latest committed size in one go, so
-// under load one publication covers several batches.
-func (ls *logSequencer) publishLoop(in <-chan *pool) {
+// requestPublish asks the publish loop to materialize the stream up to size.
+func (ls *logSequencer) requestPublish(size uint64) {
+	ls.mu.Lock()
+	ls.pubTarget = max(ls.pubTarget, size)
+	ls.mu.Unlock()
+	select {
+	case ls.pubWake <- struct{}{}:
+	default:
+	}
+}
+
+// publishLoop is the stream's mirror work (steps 6-7 of the package comment): it
+// materializes committed batches into tiles, entry bundles and the checkpoint note,
+// coalesced: at most one publication every PublishInterval, each up to the latest
+// committed size, so a busy stream rewrites its partial tiles a few times a second
+// rather than at every batch, and a quiet one publishes once after its last batch. It
+// returns once sealed is closed and everything committed through this loop is
+// published (or the stream stopped).
+func (ls *logSequencer) publishLoop(sealed <-chan struct{}) {
 	cfg := &ls.s.cfg
-	for p := range in {
-		batch := []*pool{p}
-	more:
-		for {
+	var last time.Time
+	var done uint64 // published size reached by this loop
+	for {
+		select {
+		case <-ls.pubWake:
+		case <-sealed:
+			ls.mu.Lock()
+			target := ls.pubTarget
+			ls.mu.Unlock()
+			if target <= done || ls.stoppedErr() != nil {
+				return
+			}
+		}
+		if wait := cfg.PublishInterval - time.Since(last); wait > 0 {
+			// Let more batches commit; they are published together.
+			t := time.NewTimer(wait)
 			select {
-			case q, ok := <-in:
-				if !ok {
-					break more
-				}
-				batch = append(batch, q)
-			default:
-				break more
+			case <-t.C:
+			case <-sealed:
 			}
+			t.Stop()
 		}
-		// A stopped stream publishes nothing more: a batch the seal loop committed
-		// while the fork was being found fails like the one that found it.
-		err := ls.stoppedErr()
-		if err == nil {
-			target := uint64(0)
-			for _, q := range batch {
-				target = max(target, q.size)
-			}
-			start := time.Now()
-			err = ls.publishUntil(target)
-			ls.s.metrics.publishSeconds.Observe(time.Since(start).Seconds())
-			if err == nil {
-				for _, q := range batch {
-					ls.s.metrics.events.Add(float64(len(q.entries)))
-				}
-			}
-			if errors.Is(err, errFatal) {
-				// Stop before waking the waiters, so that no event submitted after
-				// they learn of the fork can be sealed and acknowledged.
-				cfg.Logger.Error("stream stopped", "log", ls.log.String(), "err", err)
-				ls.stop(err)
-			}
+		ls.mu.Lock()
+		target := ls.pubTarget
+		ls.mu.Unlock()
+		if target <= done || ls.stoppedErr() != nil {
+			continue
 		}
-		for _, q := range batch {
-			ls.finish(q, err)
+		start := time.Now()
+		err := ls.publishUntil(target)
+		last = time.Now()
+		ls.s.metrics.publishSeconds.Observe(last.Sub(start).Seconds())
+		if err != nil {
+			// Only a fork ends publishUntil with an error: stop taking events.
+			cfg.Logger.Error("stream stopped", "log", ls.log.String(), "err", err)
+			ls.stop(err)
+			continue
 		}
+		done = target
+		ls.s.edges.trim(ls.log, target)
 	}
 }
 
@@ -67,7 +82,8 @@ func (ls *logSequencer) stoppedErr() error {
 }
 
 // stop stops the stream with the fatal error err: Submit refuses new events, and
-// the pools waiting to be sealed fail.
+// the pools waiting to be sealed fail. Events already committed stay committed (and
+// acknowledged): the catalog is the tree; the store disagrees with it.
 func (ls *logSequencer) stop(err error) {
 	ls.mu.Lock()
 	ls.stopped = err
@@ -86,9 +102,15 @@ func (ls *logSequencer) publishUntil(target uint64) error {
 	cfg := &ls.s.cfg
 	backoff := 50 * time.Millisecond
 	for {
+		// A bounded number of streams publish at once, so that publications (each a
+		// catalog transaction and a few synced object writes) never crowd out the
+		// group commit, however many streams are active; a stream waiting for a slot
+		// coalesces more batches into its next publication.
+		ls.s.pubSlots <- struct{}{}
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.SealTimeout)
 		cp, err := ls.s.publish(ctx, ls.log, ls.writer)
 		cancel()
+		<-ls.s.pubSlots
 		if err == nil && cp.PublishedSize >= target {
 			return nil
 		}

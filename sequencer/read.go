@@ -103,36 +103,4 @@ func (s *Sequencer) openRecord(ctx context.Context, log catalog.LogID, seq uint6
 	return e, nil
 }
 
-// Tree returns the published tree of log: the size and root that proofs are served
-// against. A log with no events has size 0 and the empty root.
-func (s *Sequencer) Tree(ctx context.Context, log catalog.LogID) (tiles.Tree, error) {
-	cp, err := s.cfg.Catalog.Checkpoint(ctx, log)
-	if errors.Is(err, catalog.ErrNotFound) {
-		return tiles.Tree{Root: tlog.EmptyRoot}, nil
-	}
-	if err != nil {
-		return tiles.Tree{}, fmt.Errorf("sequencer: checkpoint: %w", err)
-	}
-	if cp.PublishedSize < cp.Size {
-		// The latest batch is committed but not yet materialized; its events are not
-		// acknowledged yet. Publish now rather than serve an older tree.
-		if cp, err = s.publish(ctx, log, tiles.NewWriter(s.cfg.Store, prefixOf(log), s.cfg.Logger)); err != nil {
-			return tiles.Tree{}, fmt.Errorf("sequencer: publish: %w", err)
-		}
-	}
-	if cp.Size == 0 {
-		return tiles.Tree{Root: tlog.EmptyRoot}, nil
-	}
-	return tiles.Tree{Size: cp.Size, Root: cp.Root}, nil
-}
-
-// Proofs returns a reader of proofs over the published tree of log.
-func (s *Sequencer) Proofs(ctx context.Context, log catalog.LogID) (*tiles.Reader, tiles.Tree, error) {
-	t, err := s.Tree(ctx, log)
-	if err != nil {
-		return nil, tiles.Tree{}, err
-	}
-	return tiles.NewReader(s.cfg.Store, prefixOf(log), t, s.tiles), t, nil
-}
-
 func sha256Sum(b []byte) tlog.Hash { return tlog.Hash(sha256.Sum256(b)) }

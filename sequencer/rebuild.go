@@ -38,7 +38,8 @@ const rebuildPage = 5000
 // (the store or catalog failed), not that the log is broken.
 func (s *Sequencer) Rebuild(ctx context.Context, log catalog.LogID, signingKeys func(string) []ed25519.PublicKey) (RebuildResult, error) {
 	var res RebuildResult
-	live, err := s.Tree(ctx, log)
+	// Materialized first: the rebuild reads every entry bundle and tile.
+	live, err := s.Materialize(ctx, log)
 	if err != nil {
 		return res, err
 	}
@@ -267,8 +268,19 @@ func (s *Sequencer) checkRoot(ctx context.Context, log catalog.LogID, live tiles
 	if err != nil {
 		return mismatch(fmt.Sprintf("checkpoint note: %v", err))
 	}
-	if cp.Size == live.Size && cp.Root != live.Root || cp.Size > live.Size {
+	if cp.Size == live.Size && cp.Root != live.Root {
 		return mismatch(fmt.Sprintf("checkpoint note names size %d root %s", cp.Size, tlog.Hex(cp.Root)))
+	}
+	if cp.Size > live.Size {
+		// Published since the rebuild began: the note must name a committed tree
+		// that extends the live one.
+		now, _, err := s.Proofs(ctx, log)
+		if err != nil {
+			return nil, err
+		}
+		if root, err := now.TreeHash(ctx, cp.Size); err != nil || root != cp.Root {
+			return mismatch(fmt.Sprintf("checkpoint note names size %d root %s, not a committed tree", cp.Size, tlog.Hex(cp.Root)))
+		}
 	}
 	return nil, nil
 }

@@ -20,9 +20,10 @@ import (
 // Catalog is the part of the SQL catalog the sequencer uses. Implementations:
 // catalog/postgres and catalog/sqlite.
 type Catalog interface {
-	// Seal runs fn under the project-stream lock and commits the batch it returns in
-	// one transaction (see catalog.SealFunc).
-	Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) (catalog.Checkpoint, error)
+	// SealGroup is the group commit: it locks the project-streams no one else holds,
+	// runs fn and commits every batch it returns in one transaction (see
+	// catalog.Catalog).
+	SealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.SealGroupFunc) ([]catalog.Sealed, error)
 	// Publish runs fn under the project-stream's publish lock (distinct from the seal
 	// lock, held across replicas) with the checkpoint read under that lock. If fn
 	// returns nil, published_size becomes cp.Size before the lock is released.
@@ -66,6 +67,15 @@ type Config struct {
 	// batches grow with load by themselves). Longer suits S3 or GCS, where each
 	// object write costs money.
 	MaxAge time.Duration
+	// PublishInterval is the least time between two publications (tiles, entry
+	// bundles, checkpoint note) of one project-stream (default 200ms). Events are
+	// acknowledged at their commit; publication follows, coalescing every batch
+	// committed meanwhile, so a busy stream rewrites its partial tiles a few times a
+	// second and a quiet one publishes once after its last batch.
+	PublishInterval time.Duration
+	// MaxPublishing bounds the project-streams publishing at once (default 4): the
+	// rest wait for a slot, coalescing more batches meanwhile.
+	MaxPublishing int
 	// MaxPending bounds the events waiting for one project-stream (default 100,000).
 	// Beyond it Submit fails fast with a *BusyError.
 	MaxPending int
@@ -94,6 +104,12 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxPending <= 0 {
 		c.MaxPending = 100_000
+	}
+	if c.PublishInterval <= 0 {
+		c.PublishInterval = 200 * time.Millisecond
+	}
+	if c.MaxPublishing <= 0 {
+		c.MaxPublishing = 4
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = time.Minute
@@ -163,8 +179,8 @@ var (
 	// ErrSealFailed: the batch failed before its commit; nothing was recorded.
 	ErrSealFailed = errors.New("sequencer: seal failed; nothing was recorded")
 	// ErrNotPublished: the event is committed, but materializing it has not finished
-	// within the caller's deadline. It will be published; a retry of a signed event
-	// returns its result.
+	// within the caller's deadline. Submit no longer returns it (events are
+	// acknowledged at their commit); it stays for callers that map it.
 	ErrNotPublished = errors.New("sequencer: event committed but not yet published")
 	// ErrClosed: the sequencer is shutting down.
 	ErrClosed = errors.New("sequencer: closed")
@@ -181,9 +197,12 @@ type Sequencer struct {
 	closed bool
 	wg     sync.WaitGroup // running logSequencer loops
 
-	cache   *payloadCache
-	tiles   *tiles.TileCache
-	metrics *metrics
+	group    *committer
+	pubSlots chan struct{} // one token per publication in progress (MaxPublishing)
+	cache    *payloadCache
+	edges    *edgeCache
+	tiles    *tiles.TileCache
+	metrics  *metrics
 }
 
 // New returns a Sequencer. Call Recover before serving, and Close to drain.
@@ -195,15 +214,18 @@ func New(cfg Config) (*Sequencer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sequencer{cfg: cfg, logs: map[catalog.LogID]*logSequencer{}, cache: newPayloadCache(256), tiles: tc}
+	s := &Sequencer{cfg: cfg, logs: map[catalog.LogID]*logSequencer{}, cache: newPayloadCache(256), edges: newEdgeCache(), tiles: tc}
 	s.metrics = newMetrics(s, cfg.Registerer)
+	s.group = newCommitter(s)
+	s.pubSlots = make(chan struct{}, cfg.MaxPublishing)
 	return s, nil
 }
 
-// Submit seals e into the log and returns once it is committed and published, or
-// with an error: a *BusyError (nothing queued), ErrIDConflict, ErrSealFailed (nothing
-// recorded), ErrNotPublished (committed; ctx ended first) or ctx's error while the
-// batch is still being sealed (outcome unknown; a signed event may be retried).
+// Submit seals e into the log and returns once it is committed (durable, in the
+// tree, provable at once; tiles and the checkpoint note follow), or with an error: a
+// *BusyError (nothing queued), ErrIDConflict, ErrSealFailed (nothing recorded) or
+// ctx's error while the batch is still being sealed (outcome unknown; a signed event
+// may be retried).
 func (s *Sequencer) Submit(ctx context.Context, log catalog.LogID, e Entry) (Result, error) {
 	if err := log.Validate(); err != nil {
 		return Result{}, err
@@ -267,7 +289,7 @@ func (s *Sequencer) Close(ctx context.Context) error {
 	}
 	s.mu.Unlock()
 	done := make(chan struct{})
-	go func() { s.wg.Wait(); close(done) }()
+	go func() { s.wg.Wait(); s.group.stop(); close(done) }()
 	select {
 	case <-done:
 		return nil

@@ -55,6 +55,11 @@ type stackConfig struct {
 	Key       string `json:"key"`     // hex seed of the service's checkpoint key
 	ClientKey string `json:"client"`  // hex seed of the customer key signing even tags
 	MaxBatch  int    `json:"maxBatch"`
+	// PublishIntervalMS sets Config.PublishInterval (0: the default).
+	PublishIntervalMS int `json:"publishIntervalMs"`
+	// Prove makes the child verify each acknowledged event's inclusion proof, as
+	// served at once, before it prints the ack (see childMain).
+	Prove bool `json:"prove"`
 }
 
 // newStackConfig returns a config with fresh keys, a store and a KEK file under dir.
@@ -130,7 +135,8 @@ func openStack(ctx context.Context, cfg stackConfig, wrap func(*Config)) (*stack
 		return nil, err
 	}
 	keys := keyring.New(cat, kek, keyring.Options{})
-	sc := Config{Catalog: cat, Store: store, Keyring: keys, Origin: testOrigin, Key: cfg.key(), MaxBatch: cfg.MaxBatch}
+	sc := Config{Catalog: cat, Store: store, Keyring: keys, Origin: testOrigin, Key: cfg.key(), MaxBatch: cfg.MaxBatch,
+		PublishInterval: time.Duration(cfg.PublishIntervalMS) * time.Millisecond}
 	if wrap != nil {
 		wrap(&sc)
 	}
@@ -187,7 +193,10 @@ func tagEntry(client ed25519.PrivateKey, tag uint64) Entry {
 // childMain is the sequencer child: it opens the stack, calls Recover, prints
 // "ready", then submits one event per stdin line (a tag), concurrently, printing
 // "ack <tag> <id> <seq> <leafhash> <dup>" once Submit returns success, or
-// "err <tag> <error>". At EOF it waits for its submissions, closes the sequencer and
+// "err <tag> <error>". With cfg.Prove it first fetches the event's inclusion proof
+// from the sequencer and verifies it against the served tree (an "err" line if it
+// does not verify), and appends " <unmaterialized>" to the ack: 1 if the event's
+// tiles were not yet written when its proof verified. At EOF it waits for its submissions, closes the sequencer and
 // prints "done". Every line is one write, so a kill never leaves half an ack.
 func childMain(cfgJSON string) int {
 	var cfg stackConfig
@@ -237,6 +246,15 @@ func childMain(cfgJSON string) int {
 			if r.Duplicate {
 				dup = 1
 			}
+			if cfg.Prove {
+				unmat, err := proveAck(ctx, st, r)
+				if err != nil {
+					say("err %d proof: %s", tag, strings.ReplaceAll(err.Error(), "\n", " "))
+					return
+				}
+				say("ack %d %s %d %s %d %d", tag, r.ID, r.Sequence, tlog.Hex(r.LeafHash), dup, unmat)
+				return
+			}
 			say("ack %d %s %d %s %d", tag, r.ID, r.Sequence, tlog.Hex(r.LeafHash), dup)
 		})
 	}
@@ -246,6 +264,30 @@ func childMain(cfgJSON string) int {
 	return 0
 }
 
+// proveAck verifies r's inclusion proof as the sequencer serves it right after the
+// acknowledgement, and returns 1 if the tiles did not cover r's leaf at that moment.
+func proveAck(ctx context.Context, st *stack, r Result) (int, error) {
+	cp, err := st.cat.Checkpoint(ctx, stackLog)
+	if err != nil {
+		return 0, err
+	}
+	rd, tree, err := st.seq.Proofs(ctx, stackLog)
+	if err != nil {
+		return 0, err
+	}
+	p, err := rd.InclusionProof(ctx, r.Sequence-1, tree.Size)
+	if err != nil {
+		return 0, err
+	}
+	if err := tlog.VerifyInclusion(r.LeafHash, r.Sequence-1, tree.Size, p, tree.Root); err != nil {
+		return 0, err
+	}
+	if cp.PublishedSize < r.Sequence {
+		return 1, nil
+	}
+	return 0, nil
+}
+
 // ack is one acknowledgement a child printed.
 type ack struct {
 	tag      uint64
@@ -253,11 +295,12 @@ type ack struct {
 	seq      uint64
 	leafHash tlog.Hash
 	dup      bool
+	unmat    bool // proved before its tiles were materialized (stackConfig.Prove)
 }
 
 func parseAck(line string) (ack, error) {
 	f := strings.Fields(line)
-	if len(f) != 6 || f[0] != "ack" {
+	if len(f) < 6 || len(f) > 7 || f[0] != "ack" {
 		return ack{}, fmt.Errorf("not an ack line: %q", line)
 	}
 	var a ack
@@ -273,6 +316,7 @@ func parseAck(line string) (ack, error) {
 		return a, err
 	}
 	a.dup = f[5] == "1"
+	a.unmat = len(f) == 7 && f[6] == "1"
 	return a, nil
 }
 

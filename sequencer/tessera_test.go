@@ -46,6 +46,11 @@ func TestTesseraVerifiesSequencedLog(t *testing.T) {
 			})
 		}
 		wg.Wait()
+		// Acknowledged at their commit; a mirror sees them once the publish loop
+		// (here: at once) materializes them.
+		if _, err := st.seq.Materialize(ctx, stackLog); err != nil {
+			t.Error(err)
+		}
 		if t.Failed() {
 			t.FailNow()
 		}

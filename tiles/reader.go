@@ -49,6 +49,7 @@ type Reader struct {
 	prefix  Prefix
 	trusted Tree
 	cache   *TileCache
+	edge    *edgeState // nil unless the trusted tree is only partly materialized
 }
 
 // NewReader returns a Reader of the log under prefix p in s, trusting tree. cache may
@@ -152,11 +153,16 @@ func (r *Reader) LeafHashes(ctx context.Context, start, end uint64) ([]tlog.Hash
 
 // EntryBundle returns the entries (leaf data) of entry bundle n of the trusted tree,
 // after checking that each hashes to its leaf hash in the tree. It has TileWidth
-// entries, or fewer for the trusted tree's last bundle.
+// entries, or fewer for the trusted tree's last bundle. Of a Reader from
+// NewEdgeReader it returns only bundles of the materialized part.
 func (r *Reader) EntryBundle(ctx context.Context, n uint64) ([][]byte, error) {
-	t, ok := storedTile(tlog.Tile{H: TileHeight, L: EntriesLevel, N: int64(n)}, r.trusted.Size)
+	size := r.trusted.Size
+	if r.edge != nil {
+		size = r.edge.published // bundles beyond are not materialized yet
+	}
+	t, ok := storedTile(tlog.Tile{H: TileHeight, L: EntriesLevel, N: int64(n)}, size)
 	if !ok || n > 1<<55 {
-		return nil, fmt.Errorf("tiles: entry bundle %d beyond trusted size %d", n, r.trusted.Size)
+		return nil, fmt.Errorf("tiles: entry bundle %d beyond materialized size %d", n, size)
 	}
 	path := TilePath(t)
 	data, err := r.store.Get(ctx, r.prefix.Key(path))
@@ -186,7 +192,15 @@ func (r *Reader) withHashes(ctx context.Context, f func(tlog.HashReader) error) 
 		return fmt.Errorf("trusted tree size %d out of range", r.trusted.Size)
 	}
 	tr := &tileReader{ctx: ctx, r: r}
-	err := f(tlog.TileHashReader(tlog.Tree{N: int64(r.trusted.Size), Hash: r.trusted.Root}, tr))
+	var err error
+	if r.edge != nil {
+		var hr tlog.HashReader
+		if hr, err = r.edgeHashReader(tr); err == nil {
+			err = f(hr)
+		}
+	} else {
+		err = f(tlog.TileHashReader(tlog.Tree{N: int64(r.trusted.Size), Hash: r.trusted.Root}, tr))
+	}
 	if err != nil && !tr.storeFailed() {
 		return fmt.Errorf("%w: %w", ErrMismatch, err)
 	}

@@ -35,6 +35,8 @@ func Run(t *testing.T, open Open) {
 		{"SealLockScope", testSealLockScope},
 		{"SealFuncUsesCatalog", testSealFuncUsesCatalog},
 		{"SealConcurrent", func(t *testing.T, db catalog.Catalog) { SealRace(t, db, db) }},
+		{"SealGroup", testSealGroup},
+		{"SealGroupMany", testSealGroupMany},
 		{"PublishedSize", testPublishedSize},
 		{"Publish", testPublish},
 		{"PublishLocks", testPublishLocks},

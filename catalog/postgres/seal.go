@@ -77,11 +77,7 @@ func (db *DB) Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) 
 		}
 	}
 	now := db.stamp(time.Time{})
-	next := cp
-	next.Size = cp.Size + uint64(len(b.Events))
-	next.Root = b.Root
-	next.Range = append([]catalog.Hash(nil), b.Range...)
-	next.UpdatedAt = now
+	next := cp.After(b, now)
 
 	if err := writeBatch(ctx, tx, log, cp.Size, next, b, now); err != nil {
 		return cp, fmt.Errorf("postgres: seal %s: %w", log, err)

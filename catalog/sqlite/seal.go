@@ -7,97 +7,183 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
 )
 
-// Seal takes the project-stream lock, reads the checkpoint (creating an empty one if
-// absent), runs fn, and commits what fn returns in one write transaction: index rows,
-// the batch row and the new checkpoint. The commit is the point at which the batch
-// exists. It returns the checkpoint after the commit, or the one fn saw when fn
-// committed nothing.
+// Seal takes the project-stream lock (waiting for it), reads the checkpoint (creating
+// an empty one if absent), runs fn, and commits what fn returns in one write
+// transaction: index rows, the batch row and the new checkpoint. The commit is the
+// point at which the batch exists. It returns the checkpoint after the commit, or the
+// one fn saw when fn committed nothing.
 //
 // A crash before the commit leaves nothing in the catalog (at most the empty checkpoint
 // row and whatever fn wrote to object storage); a crash after it leaves the whole batch.
 func (db *DB) Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) (catalog.Checkpoint, error) {
-	if err := log.Validate(); err != nil {
-		return catalog.Checkpoint{}, err
+	res, err := db.sealGroup(ctx, []catalog.LogID{log}, func(ctx context.Context, cps []catalog.Checkpoint) ([]*catalog.SealBatch, func() error, error) {
+		b, err := fn(ctx, cps[0])
+		return []*catalog.SealBatch{b}, nil, err
+	}, true)
+	if len(res) == 1 {
+		return res[0].Checkpoint, err
 	}
-	release, err := db.locks.acquire(ctx, log)
-	if err != nil {
-		return catalog.Checkpoint{}, err
-	}
-	defer release()
+	return catalog.Checkpoint{}, err
+}
 
-	cp, err := db.Checkpoint(ctx, log)
-	if errors.Is(err, catalog.ErrNotFound) {
-		cp, err = db.createCheckpoint(ctx, log)
+// SealGroup is Seal for several project-streams in one transaction, taking only the
+// locks that are free (in one process they are held only by a seal in progress); see
+// catalog.Catalog. One commit, one WAL fsync, however many streams the group holds.
+func (db *DB) SealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.SealGroupFunc) ([]catalog.Sealed, error) {
+	return db.sealGroup(ctx, logs, fn, false)
+}
+
+// sealWrite is one project-stream's part of a group's transaction.
+type sealWrite struct {
+	at       int   // index in the group's logs
+	n        int64 // log number
+	cp, next catalog.Checkpoint
+	b        *catalog.SealBatch
+}
+
+// sealGroup is SealGroup; with wait it waits for every lock instead of skipping the
+// ones that are taken.
+func (db *DB) sealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.SealGroupFunc, wait bool) ([]catalog.Sealed, error) {
+	if err := catalog.CheckGroup(logs); err != nil {
+		return nil, err
 	}
+	order := slices.Clone(logs)
+	catalog.SortLogs(order)
+	locked := make(map[catalog.LogID]bool, len(logs))
+	var releases []func()
+	defer func() {
+		for _, release := range releases {
+			release()
+		}
+	}()
+	for _, log := range order {
+		var release func()
+		if wait {
+			var err error
+			if release, err = db.locks.acquire(ctx, log); err != nil {
+				return nil, err
+			}
+		} else if release = db.locks.tryAcquire(log); release == nil {
+			continue
+		}
+		releases = append(releases, release)
+		locked[log] = true
+	}
+	out := make([]catalog.Sealed, len(logs))
+	var (
+		cps    []catalog.Checkpoint
+		writes []sealWrite
+	)
+	for i, log := range logs {
+		if !locked[log] {
+			continue
+		}
+		cp, err := db.Checkpoint(ctx, log)
+		if errors.Is(err, catalog.ErrNotFound) {
+			cp, err = db.createCheckpoint(ctx, log)
+		}
+		if err != nil {
+			return out, err
+		}
+		out[i] = catalog.Sealed{Locked: true, Checkpoint: cp}
+		n, _, err := db.logNum(ctx, log, true)
+		if err != nil {
+			return out, err
+		}
+		cps = append(cps, cp)
+		writes = append(writes, sealWrite{at: i, n: n, cp: cp})
+	}
+	if len(cps) == 0 {
+		return out, nil
+	}
+	batches, durable, err := catalog.RunGroup(ctx, fn, cps)
 	if err != nil {
-		return catalog.Checkpoint{}, err
-	}
-	n, _, err := db.logNum(ctx, log, true)
-	if err != nil {
-		return cp, err
-	}
-	b, err := fn(ctx, cp)
-	if err != nil {
-		return cp, err
-	}
-	if b == nil || len(b.Events) == 0 {
-		return cp, nil
-	}
-	if err := catalog.ValidateSeal(cp, b); err != nil {
-		return cp, fmt.Errorf("sqlite: seal %s: %w", log, err)
-	}
-	if cp.Size+uint64(len(b.Events)) > maxSeq {
-		return cp, fmt.Errorf("%w: sqlite: seal %s: a project-stream holds at most %d events in the embedded catalog", catalog.ErrInvalid, log, uint64(maxSeq))
+		return out, err
 	}
 	now := catalog.MS(db.now())
-	next := cp
-	next.Size = cp.Size + uint64(len(b.Events))
-	next.Root = b.Root
-	next.Range = append([]catalog.Hash(nil), b.Range...)
-	next.UpdatedAt = now
-
+	todo := writes[:0]
+	for k, b := range batches {
+		w := writes[k]
+		log := logs[w.at]
+		if b == nil || len(b.Events) == 0 {
+			continue
+		}
+		if err := catalog.ValidateSeal(w.cp, b); err != nil {
+			return out, fmt.Errorf("sqlite: seal %s: %w", log, err)
+		}
+		if w.cp.Size+uint64(len(b.Events)) > maxSeq {
+			return out, fmt.Errorf("%w: sqlite: seal %s: a project-stream holds at most %d events in the embedded catalog", catalog.ErrInvalid, log, uint64(maxSeq))
+		}
+		w.b, w.next = b, w.cp.After(b, now)
+		todo = append(todo, w)
+	}
+	if len(todo) == 0 {
+		return out, nil
+	}
 	err = db.writeTx(ctx, func(tx *sql.Tx) error {
-		// The size check makes the commit conditional on the state fn saw; the
-		// in-process lock makes it always hold unless another process shares the file.
-		res, err := tx.ExecContext(ctx, `UPDATE checkpoints SET size = ?, root = ?, compact_range = ?, updated_ms = ?
-			WHERE project_id = ? AND stream = ? AND size = ?`,
-			int64(next.Size), next.Root[:], catalog.JoinHashes(next.Range), ms(now),
-			log.ProjectID, string(log.Stream), int64(cp.Size))
-		if err != nil {
-			return fmt.Errorf("update checkpoint: %w", err)
+		for _, w := range todo {
+			if err := db.writeSeal(ctx, tx, logs[w.at], w, now); err != nil {
+				return fmt.Errorf("%s: %w", logs[w.at], err)
+			}
 		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return fmt.Errorf("%w: checkpoint of %s moved from size %d during the seal", catalog.ErrConflict, log, cp.Size)
+		for _, w := range todo {
+			if w.b.Durable != nil {
+				if err := w.b.Durable(); err != nil {
+					return fmt.Errorf("payload object of %s: %w", logs[w.at], err)
+				}
+			}
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO batches(project_id, stream, first_seq, count, batch_id, created_ms)
-			VALUES (?, ?, ?, ?, ?, ?)`, log.ProjectID, string(log.Stream), int64(cp.Size+1), len(b.Events), b.BatchID, ms(now)); err != nil {
-			return fmt.Errorf("insert batch: %w", mapErr(err))
-		}
-		if err := noteTimes(ctx, tx, n, cp.Size, b.Events); err != nil {
-			return err
-		}
-		if err := db.insertEvents(ctx, tx, n, b.Events); err != nil {
-			return err
-		}
-		if b.Durable != nil {
-			if err := b.Durable(); err != nil {
-				return fmt.Errorf("payload object: %w", err)
+		if durable != nil {
+			if err := durable(); err != nil {
+				return fmt.Errorf("payload objects: %w", err)
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return cp, fmt.Errorf("sqlite: seal %s at size %d: %w", log, cp.Size, err)
+		if len(todo) == 1 {
+			return out, fmt.Errorf("sqlite: seal %s at size %d: %w", logs[todo[0].at], todo[0].cp.Size, err)
+		}
+		return out, fmt.Errorf("sqlite: seal group of %d project-streams: %w", len(todo), err)
 	}
-	db.terms.sealed(n, next.Size, b.Events)
-	db.pub.overlay(&next)
-	return next, nil
+	for _, w := range todo {
+		db.terms.sealed(w.n, w.next.Size, w.b.Events)
+		db.pub.overlay(&w.next)
+		out[w.at].Checkpoint = w.next
+	}
+	return out, nil
+}
+
+// writeSeal writes one project-stream's rows of a seal in tx: the checkpoint, the
+// batch row and the index rows.
+func (db *DB) writeSeal(ctx context.Context, tx *sql.Tx, log catalog.LogID, w sealWrite, now time.Time) error {
+	// The size check makes the commit conditional on the state fn saw; the in-process
+	// lock makes it always hold unless another process shares the file.
+	res, err := tx.ExecContext(ctx, `UPDATE checkpoints SET size = ?, root = ?, compact_range = ?, updated_ms = ?
+		WHERE project_id = ? AND stream = ? AND size = ?`,
+		int64(w.next.Size), w.next.Root[:], catalog.JoinHashes(w.next.Range), ms(now),
+		log.ProjectID, string(log.Stream), int64(w.cp.Size))
+	if err != nil {
+		return fmt.Errorf("update checkpoint: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n != 1 {
+		return fmt.Errorf("%w: checkpoint of %s moved from size %d during the seal", catalog.ErrConflict, log, w.cp.Size)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO batches(project_id, stream, first_seq, count, batch_id, created_ms)
+		VALUES (?, ?, ?, ?, ?, ?)`, log.ProjectID, string(log.Stream), int64(w.cp.Size+1), len(w.b.Events), w.b.BatchID, ms(now)); err != nil {
+		return fmt.Errorf("insert batch: %w", mapErr(err))
+	}
+	if err := noteTimes(ctx, tx, w.n, w.cp.Size, w.b.Events); err != nil {
+		return err
+	}
+	return db.insertEvents(ctx, tx, w.n, w.b.Events)
 }
 
 func (db *DB) createCheckpoint(ctx context.Context, log catalog.LogID) (catalog.Checkpoint, error) {
@@ -335,16 +421,16 @@ func (db *DB) BatchesCovering(ctx context.Context, log catalog.LogID, first, las
 	return out, nil
 }
 
-// execUnsynced runs one autocommit statement on the writer with synchronous=NORMAL,
-// then puts the connection back to FULL. It is for published_size alone, a hint for
-// crash repair: its commit reaches the WAL (a process crash keeps it) but is not
-// fsynced itself, so a power loss can lose it, and the next fsynced commit (every seal)
-// makes it durable along with everything before it in the WAL. Losing it is harmless:
-// it only ever rises after the objects it covers are durable, Recover and Tree
+// execUnsynced runs one transaction, fn, on the writer with synchronous=NORMAL, then
+// puts the connection back to FULL. It is for published sizes alone, a hint for crash
+// repair: the commit reaches the WAL (a process crash keeps it) but is not fsynced
+// itself, so a power loss can lose it, and the next fsynced commit (every seal) makes
+// it durable along with everything before it in the WAL. Losing it is harmless: it
+// only ever rises after the objects it covers are durable, Recover and Tree
 // re-publish from the lower value, and publishing is idempotent (docs/catalog.md).
 //
 // A connection that cannot be put back to FULL is discarded, never reused for a seal.
-func (db *DB) execUnsynced(ctx context.Context, query string, args ...any) error {
+func (db *DB) execUnsynced(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	conn, err := db.w.Conn(ctx)
 	if err != nil {
 		return err
@@ -353,7 +439,14 @@ func (db *DB) execUnsynced(ctx context.Context, query string, args ...any) error
 	if _, err := conn.ExecContext(ctx, `PRAGMA synchronous = NORMAL`); err != nil {
 		return db.restoreFull(conn, err)
 	}
-	_, err = conn.ExecContext(ctx, query, args...)
+	tx, err := conn.BeginTx(ctx, nil)
+	if err == nil {
+		if err = fn(tx); err != nil {
+			_ = tx.Rollback()
+		} else {
+			err = tx.Commit()
+		}
+	}
 	return db.restoreFull(conn, err)
 }
 

@@ -303,6 +303,31 @@ type lockEntry struct {
 
 // acquire takes the lock of log, or fails when ctx ends first.
 func (lt *lockTable) acquire(ctx context.Context, log catalog.LogID) (release func(), err error) {
+	e, drop := lt.ref(log)
+	select {
+	case e.ch <- struct{}{}:
+		return func() { <-e.ch; drop() }, nil
+	case <-ctx.Done():
+		drop()
+		return nil, fmt.Errorf("sqlite: waiting for the lock of %s: %w", log, ctx.Err())
+	}
+}
+
+// tryAcquire takes the lock of log if it is free, and returns nil if it is not.
+func (lt *lockTable) tryAcquire(log catalog.LogID) (release func()) {
+	e, drop := lt.ref(log)
+	select {
+	case e.ch <- struct{}{}:
+		return func() { <-e.ch; drop() }
+	default:
+		drop()
+		return nil
+	}
+}
+
+// ref returns log's entry, counting the caller in, and the function that counts it
+// out (dropping the entry when no one holds or waits for it).
+func (lt *lockTable) ref(log catalog.LogID) (*lockEntry, func()) {
 	lt.mu.Lock()
 	e := lt.m[log]
 	if e == nil {
@@ -311,19 +336,12 @@ func (lt *lockTable) acquire(ctx context.Context, log catalog.LogID) (release fu
 	}
 	e.refs++
 	lt.mu.Unlock()
-	drop := func() {
+	return e, func() {
 		lt.mu.Lock()
 		e.refs--
 		if e.refs == 0 {
 			delete(lt.m, log)
 		}
 		lt.mu.Unlock()
-	}
-	select {
-	case e.ch <- struct{}{}:
-		return func() { <-e.ch; drop() }, nil
-	case <-ctx.Done():
-		drop()
-		return nil, fmt.Errorf("sqlite: waiting for the lock of %s: %w", log, ctx.Err())
 	}
 }

@@ -1,0 +1,219 @@
+package sequencer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/tiles"
+	"github.com/sealtrail/sealtrail/tlog"
+	sumdb "golang.org/x/mod/sumdb/tlog"
+)
+
+// maxEdge bounds the committed but unpublished leaves a proof is computed over; a
+// longer edge (a publication far behind, after an outage of the store) is published
+// first, as proofs used to be served.
+const maxEdge = 1 << 16
+
+// edgeCache keeps, per project-stream, the leaf hashes this process committed and has
+// not yet published: the right edge proofs are computed over until the publish loop
+// catches up. It only saves reading them from the catalog, which holds the same hashes
+// in its index rows; memory is bounded by what publication lags behind (maxEdge per
+// stream at most).
+type edgeCache struct {
+	mu   sync.Mutex
+	runs map[catalog.LogID]*edgeRun
+}
+
+// edgeRun holds the leaf hashes of sequences first, first+1, ...
+type edgeRun struct {
+	first  uint64
+	hashes []tlog.Hash
+}
+
+func newEdgeCache() *edgeCache { return &edgeCache{runs: map[catalog.LogID]*edgeRun{}} }
+
+// add records the committed events (sequences first...) of log.
+func (c *edgeCache) add(log catalog.LogID, first uint64, events []catalog.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.runs[log]
+	if r == nil || r.first+uint64(len(r.hashes)) != first || len(r.hashes)+len(events) > maxEdge {
+		r = &edgeRun{first: first}
+		c.runs[log] = r
+	}
+	for i := range events {
+		r.hashes = append(r.hashes, events[i].LeafHash)
+	}
+}
+
+// trim forgets the hashes of sequences up to published.
+func (c *edgeCache) trim(log catalog.LogID, published uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.runs[log]
+	if r == nil {
+		return
+	}
+	end := r.first + uint64(len(r.hashes)) // first sequence not held
+	if published+1 >= end {
+		delete(c.runs, log)
+		return
+	}
+	if published >= r.first {
+		r.hashes = append([]tlog.Hash(nil), r.hashes[published+1-r.first:]...)
+		r.first = published + 1
+	}
+}
+
+// get returns the hashes of sequences (from, to] if it holds all of them.
+func (c *edgeCache) get(log catalog.LogID, from, to uint64) ([]tlog.Hash, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.runs[log]
+	if r == nil || from+1 < r.first || to >= r.first+uint64(len(r.hashes)) {
+		return nil, false
+	}
+	return append([]tlog.Hash(nil), r.hashes[from+1-r.first:to+1-r.first]...), true
+}
+
+// edgeLeaves returns the leaf hashes of the committed sequences (from, to] of log:
+// from the edge cache when this process committed them, else from the catalog's
+// index rows.
+func (s *Sequencer) edgeLeaves(ctx context.Context, log catalog.LogID, from, to uint64) ([]tlog.Hash, error) {
+	if hs, ok := s.edges.get(log, from, to); ok {
+		return hs, nil
+	}
+	out := make([]tlog.Hash, 0, to-from)
+	for cursor := from; cursor < to; {
+		rows, err := s.cfg.Catalog.QueryEvents(ctx, catalog.Query{Log: log, Cursor: cursor,
+			Limit: int(min(to-cursor, catalog.MaxLimit))})
+		if err != nil {
+			return nil, fmt.Errorf("sequencer: leaf hashes %d-%d: %w", from+1, to, err)
+		}
+		if len(rows) == 0 {
+			return nil, fmt.Errorf("%w: index rows of %s end at %d, the checkpoint at %d", ErrCorrupt, log, cursor, to)
+		}
+		for _, r := range rows {
+			if r.Sequence != cursor+1 {
+				return nil, fmt.Errorf("%w: index row %d of %s is missing", ErrCorrupt, cursor+1, log)
+			}
+			if r.Sequence > to {
+				break
+			}
+			out = append(out, r.LeafHash)
+			cursor++
+		}
+	}
+	return out, nil
+}
+
+// Tree returns the committed tree of log: the size and root that signed heads and
+// proofs are served against. Every event acknowledged is in it, whether or not its
+// tiles are materialized yet. A log with no events has size 0 and the empty root.
+func (s *Sequencer) Tree(ctx context.Context, log catalog.LogID) (tiles.Tree, error) {
+	cp, err := s.checkpoint(ctx, log)
+	if err != nil {
+		return tiles.Tree{}, err
+	}
+	return treeOf(cp), nil
+}
+
+// Proofs returns a reader of proofs over the committed tree of log. Leaves not yet
+// materialized are proved from the committed leaf hashes (tiles.NewEdgeReader), so an
+// event has a verifying inclusion proof as soon as it is acknowledged.
+func (s *Sequencer) Proofs(ctx context.Context, log catalog.LogID) (*tiles.Reader, tiles.Tree, error) {
+	cp, err := s.checkpoint(ctx, log)
+	if err != nil {
+		return nil, tiles.Tree{}, err
+	}
+	if cp.Size-cp.PublishedSize > maxEdge {
+		if cp, err = s.publish(ctx, log, tiles.NewWriter(s.cfg.Store, prefixOf(log), s.cfg.Logger)); err != nil {
+			return nil, tiles.Tree{}, fmt.Errorf("sequencer: publish: %w", err)
+		}
+	}
+	t := treeOf(cp)
+	if cp.PublishedSize >= cp.Size {
+		return tiles.NewReader(s.cfg.Store, prefixOf(log), t, s.tiles), t, nil
+	}
+	edge, err := s.edgeLeaves(ctx, log, cp.PublishedSize, cp.Size)
+	if err != nil {
+		return nil, tiles.Tree{}, err
+	}
+	rd, err := tiles.NewEdgeReader(s.cfg.Store, prefixOf(log), t, cp.PublishedSize, edge, s.tiles)
+	if err != nil {
+		return nil, tiles.Tree{}, fmt.Errorf("sequencer: %w", err)
+	}
+	return rd, t, nil
+}
+
+// Materialize publishes log up to its committed size now, rather than when the publish
+// loop gets to it, and returns the tree it published: for the tile endpoints, whose
+// readers (mirrors) expect the checkpoint note of the latest head, and for a full
+// rebuild, which reads every entry bundle.
+func (s *Sequencer) Materialize(ctx context.Context, log catalog.LogID) (tiles.Tree, error) {
+	cp, err := s.checkpoint(ctx, log)
+	if err != nil || cp.PublishedSize >= cp.Size {
+		return treeOf(cp), err
+	}
+	if cp, err = s.publish(ctx, log, tiles.NewWriter(s.cfg.Store, prefixOf(log), s.cfg.Logger)); err != nil {
+		return tiles.Tree{}, fmt.Errorf("sequencer: publish: %w", err)
+	}
+	return treeOf(cp), nil
+}
+
+// checkpoint reads log's checkpoint; a log never sealed has the empty one.
+func (s *Sequencer) checkpoint(ctx context.Context, log catalog.LogID) (catalog.Checkpoint, error) {
+	cp, err := s.cfg.Catalog.Checkpoint(ctx, log)
+	if errors.Is(err, catalog.ErrNotFound) {
+		return catalog.Checkpoint{Log: log}, nil
+	}
+	if err != nil {
+		return cp, fmt.Errorf("sequencer: checkpoint: %w", err)
+	}
+	return cp, nil
+}
+
+func treeOf(cp catalog.Checkpoint) tiles.Tree {
+	if cp.Size == 0 {
+		return tiles.Tree{Root: tlog.EmptyRoot}
+	}
+	return tiles.Tree{Size: cp.Size, Root: cp.Root}
+}
+
+// TileData returns the bytes of tile t (a hash tile or an entry bundle, full or
+// partial) of log's committed tree, computed from committed state: what the object
+// holds once materialized, for a reader asking before the publish loop wrote it (or
+// for a partial width publication skipped). A tile beyond the committed tree is
+// tiles.ErrNotFound.
+func (s *Sequencer) TileData(ctx context.Context, log catalog.LogID, t sumdb.Tile) ([]byte, error) {
+	rd, tree, err := s.Proofs(ctx, log)
+	if err != nil {
+		return nil, err
+	}
+	if t.L != tiles.EntriesLevel {
+		return rd.HashTile(ctx, t)
+	}
+	if t.N < 0 || t.W < 1 || t.W > tiles.TileWidth || uint64(t.N) > tree.Size/tiles.TileWidth ||
+		uint64(t.N)*tiles.TileWidth+uint64(t.W) > tree.Size {
+		return nil, fmt.Errorf("sequencer: entry bundle %v beyond tree size %d: %w", t, tree.Size, tiles.ErrNotFound)
+	}
+	first := uint64(t.N)*tiles.TileWidth + 1 // sequences
+	last := first + uint64(t.W) - 1
+	leaves, err := s.leafData(ctx, log, first, last)
+	if err != nil {
+		return nil, err
+	}
+	hashes, err := rd.LeafHashes(ctx, first-1, last)
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range leaves {
+		if tlog.LeafHash(d) != hashes[i] {
+			return nil, fmt.Errorf("%w: leaf %d of %s does not match its committed leaf hash", ErrCorrupt, first+uint64(i), log)
+		}
+	}
+	return tiles.MarshalEntryBundle(leaves)
+}
