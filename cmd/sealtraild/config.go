@@ -46,6 +46,8 @@ type Config struct {
 	// RateLimit is the ingest limit per API key per 10 s (default 500, the spec's).
 	// The limiter is per replica.
 	RateLimit int `json:"rateLimit"`
+	// MaxBatchEvents bounds the events of one POST /api/v1/log/batch (default 1000).
+	MaxBatchEvents int `json:"maxBatchEvents"`
 	// TrustProxyHeaders takes client addresses from X-Forwarded-For.
 	TrustProxyHeaders bool `json:"trustProxyHeaders"`
 	// LogLevel is debug, info, warn or error.
@@ -143,8 +145,8 @@ func (c *Config) resolve() error {
 	if c.Origin == "" || strings.ContainsAny(c.Origin, " \t\n+") {
 		return fmt.Errorf("config: origin %q must be non-empty, without spaces or '+'", c.Origin)
 	}
-	if c.MaxBatch < 0 || c.MaxAgeMS < 0 || c.RateLimit < 0 {
-		return errors.New("config: maxBatch, maxAgeMs and rateLimit must not be negative")
+	if c.MaxBatch < 0 || c.MaxAgeMS < 0 || c.RateLimit < 0 || c.MaxBatchEvents < 0 {
+		return errors.New("config: maxBatch, maxAgeMs, rateLimit and maxBatchEvents must not be negative")
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":
