@@ -3,7 +3,7 @@ GO       ?= go
 BIN      ?= bin
 FUZZTIME ?= 20s
 
-.PHONY: build run test bench lint fuzz clean
+.PHONY: build run test bench lint fuzz loadtest clean
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -23,6 +23,9 @@ bench:
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
+loadtest:
+	./scripts/loadtest.sh
 
 clean:
 	rm -rf $(BIN)
