@@ -51,10 +51,11 @@ func (b *lineBatch) decode(check func(*tlog.Record) tlog.Check) {
 	}
 }
 
-// decodeLines parses r's lines and runs check on each record on worker goroutines,
-// and returns the batches in line order. The caller receives each batch, waits for its done channel, and closes quit
-// when it stops early; the goroutines then exit as soon as they are not blocked reading
-// r (a reader that never returns keeps one goroutine, as it would keep the caller).
+// decodeLines parses r's lines and runs check on each record on worker goroutines, and
+// returns the batches in line order. The caller receives each batch, waits for its done
+// channel, and closes quit when it stops early; the goroutines then exit as soon as they
+// are not blocked reading r (a reader that never returns keeps one goroutine, as it
+// would keep the caller).
 func decodeLines(r io.Reader, quit <-chan struct{}, check func(*tlog.Record) tlog.Check) <-chan *lineBatch {
 	workers := max(1, runtime.GOMAXPROCS(0))
 	ordered := make(chan *lineBatch, 2*workers)
