@@ -3,7 +3,7 @@ GO       ?= go
 BIN      ?= bin
 FUZZTIME ?= 20s
 
-.PHONY: build run test bench lint fuzz soak clean
+.PHONY: build run test bench lint fuzz soak loadtest clean
 
 build:
 	$(GO) build -o $(BIN)/ ./cmd/...
@@ -27,6 +27,9 @@ fuzz:
 # soak fuzzes 60s per target unless FUZZTIME is given (make soak FUZZTIME=10s).
 soak:
 	FUZZTIME=$(if $(filter file,$(origin FUZZTIME)),60s,$(FUZZTIME)) ./scripts/soak.sh
+
+loadtest:
+	./scripts/loadtest.sh
 
 clean:
 	rm -rf $(BIN)

@@ -87,7 +87,7 @@ func actorOf(r *http.Request) (control.Actor, error) {
 // decode reads a JSON object body into v, strictly: unknown members, trailing data and
 // wrong types are errors.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	body, ok := s.readAll(w, r)
+	body, ok := s.readAll(w, r, s.cfg.MaxBodyBytes)
 	if !ok {
 		return false
 	}

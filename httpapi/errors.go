@@ -44,7 +44,11 @@ func writeDetails(w http.ResponseWriter, status int, msg string, details []Field
 // writeRetry writes an error that the client should retry after d; Retry-After is in
 // whole seconds, at least 1.
 func writeRetry(w http.ResponseWriter, status int, msg string, d time.Duration) {
-	secs := max(1, int((d+time.Second-1)/time.Second))
-	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	w.Header().Set("Retry-After", strconv.Itoa(retrySeconds(d)))
 	writeError(w, status, msg)
+}
+
+// retrySeconds is d in whole seconds, rounded up, at least 1.
+func retrySeconds(d time.Duration) int {
+	return max(1, int((d+time.Second-1)/time.Second))
 }

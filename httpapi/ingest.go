@@ -23,10 +23,10 @@ type ingestResult struct {
 // ingestLimits bound the shape of a request body (docs/api-decisions.md).
 var ingestLimits = tlog.Limits{MaxDepth: maxJSONDepth, MaxMembers: maxObjectMembers}
 
-// readBody reads a JSON body of at most MaxBodyBytes and returns it in RFC 8785 form,
-// or writes the 400/413 and returns false.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, ok := s.readAll(w, r)
+// readBody reads a JSON body of at most limit bytes and returns it in RFC 8785 form,
+// or writes the 400/408/413 and returns false.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	body, ok := s.readAll(w, r, limit)
 	if !ok {
 		return nil, false
 	}
@@ -39,11 +39,11 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 	return canon, true
 }
 
-// readAll reads a body of at most MaxBodyBytes, or writes the 400/408/413 and returns
+// readAll reads a body of at most limit bytes, or writes the 400/408/413 and returns
 // false. A body that does not arrive before the server's read timeout is 408, and the
 // connection is closed.
-func (s *Server) readAll(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+func (s *Server) readAll(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	var tooBig *http.MaxBytesError
 	var netErr net.Error
 	switch {
@@ -63,7 +63,7 @@ func (s *Server) readAll(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 // ingest is POST /api/v1/log.
 func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 	key := apiKeyFrom(r)
-	canon, ok := s.readBody(w, r)
+	canon, ok := s.readBody(w, r, s.cfg.MaxBodyBytes)
 	if !ok {
 		return
 	}
@@ -89,14 +89,19 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 // prepare applies the signing rules and builds the entry to seal. On failure it
 // returns the status and message to answer with.
 func (s *Server) prepare(r *http.Request, projectID string, in *eventInput) (sequencer.Entry, int, string) {
-	signed := in.signingKeyID != "" || in.signature != ""
-	if (in.signingKeyID == "") != (in.signature == "") {
-		return sequencer.Entry{}, http.StatusBadRequest, "signingKeyId and signature must be sent together"
-	}
 	keys, err := s.cfg.Catalog.ListSigningKeys(r.Context(), projectID)
 	if err != nil {
 		s.cfg.Logger.ErrorContext(r.Context(), "signing keys failed", "err", err, "request_id", requestID(r))
 		return sequencer.Entry{}, http.StatusInternalServerError, "Internal error"
+	}
+	return s.prepareWith(r, keys, in)
+}
+
+// prepareWith is prepare with the project's signing keys already read.
+func (s *Server) prepareWith(r *http.Request, keys []catalog.SigningKey, in *eventInput) (sequencer.Entry, int, string) {
+	signed := in.signingKeyID != "" || in.signature != ""
+	if (in.signingKeyID == "") != (in.signature == "") {
+		return sequencer.Entry{}, http.StatusBadRequest, "signingKeyId and signature must be sent together"
 	}
 	requireSigned := false
 	for _, k := range keys {
@@ -173,27 +178,46 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, log catalog.LogI
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.cfg.SealTimeout)
 	defer cancel()
 	res, err := s.cfg.Sequencer.Submit(ctx, log, e)
-	var busy *sequencer.BusyError
-	switch {
-	case err == nil:
+	if err == nil {
 		s.metrics.sealLat.Observe(time.Since(start).Seconds())
 		s.metrics.ingested.WithLabelValues(string(log.Stream)).Inc()
 		writeJSON(w, http.StatusAccepted, ingestResult{ID: res.ID, Status: "sealed"})
+		return
+	}
+	o := s.sealFailure(r, log, err)
+	if o.retryAfter > 0 {
+		writeRetry(w, o.status, o.msg, o.retryAfter)
+		return
+	}
+	writeError(w, o.status, o.msg)
+}
+
+// sealOutcome is how a failed seal is answered.
+type sealOutcome struct {
+	status     int
+	msg        string
+	retryAfter time.Duration // > 0 for the statuses a client should retry
+}
+
+// sealFailure maps a sequencer error to its answer, counting and logging it.
+func (s *Server) sealFailure(r *http.Request, log catalog.LogID, err error) sealOutcome {
+	var busy *sequencer.BusyError
+	switch {
 	case errors.As(err, &busy):
 		s.metrics.errors.WithLabelValues("busy").Inc()
-		writeRetry(w, http.StatusServiceUnavailable, "Too many events waiting to be sealed; retry later", busy.RetryAfter)
+		return sealOutcome{http.StatusServiceUnavailable, "Too many events waiting to be sealed; retry later", max(busy.RetryAfter, time.Second)}
 	case errors.Is(err, sequencer.ErrIDConflict):
 		s.metrics.errors.WithLabelValues("bad_request").Inc()
-		writeError(w, http.StatusConflict, "Event id already used with different content")
+		return sealOutcome{http.StatusConflict, "Event id already used with different content", 0}
 	case errors.Is(err, sequencer.ErrNotPublished):
 		s.metrics.errors.WithLabelValues("seal").Inc()
-		writeRetry(w, http.StatusServiceUnavailable, "Event committed but not yet published; retrying a signed event returns its result", 2*time.Second)
+		return sealOutcome{http.StatusServiceUnavailable, "Event committed but not yet published; retrying a signed event returns its result", 2 * time.Second}
 	case errors.Is(err, sequencer.ErrClosed):
-		writeRetry(w, http.StatusServiceUnavailable, "Service is shutting down", time.Second)
+		return sealOutcome{http.StatusServiceUnavailable, "Service is shutting down", time.Second}
 	default:
 		s.metrics.errors.WithLabelValues("seal").Inc()
 		s.cfg.Logger.ErrorContext(r.Context(), "seal failed", "err", err, "request_id", requestID(r), "log", log.String())
-		writeError(w, http.StatusInternalServerError, "Failed to seal event; nothing was recorded")
+		return sealOutcome{http.StatusInternalServerError, "Failed to seal event; nothing was recorded", 0}
 	}
 }
 

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -33,6 +34,56 @@ func (s scriptedSequencer) Submit(_ context.Context, log catalog.LogID, e sequen
 	return sequencer.Result{ID: "evt_ok", Sequence: 1}, nil
 }
 
+// SubmitMany answers each entry as Submit would, except that an entry whose action
+// names a sequencer error by its test name gets that error.
+func (s scriptedSequencer) SubmitMany(ctx context.Context, log catalog.LogID, es []sequencer.Entry) ([]sequencer.Result, []error) {
+	res, errs := make([]sequencer.Result, len(es)), make([]error, len(es))
+	for i, e := range es {
+		if err, ok := sealErrors[e.Index.Action]; ok {
+			errs[i] = err
+			continue
+		}
+		res[i], errs[i] = s.Submit(ctx, log, e)
+		res[i].ID = fmt.Sprintf("evt_ok%d", i)
+	}
+	return res, errs
+}
+
+// sealErrors are the sequencer outcomes the tests script, by name.
+var sealErrors = map[string]error{
+	"busy":          &sequencer.BusyError{RetryAfter: 1500 * time.Millisecond},
+	"not-published": sequencer.ErrNotPublished,
+	"id-conflict":   sequencer.ErrIDConflict,
+	"seal-failed":   sequencer.ErrSealFailed,
+	"closing":       sequencer.ErrClosed,
+}
+
+// scriptedServer returns a Server on db with cfg's Sequencer, and a log:write token of
+// a new project.
+func scriptedServer(t *testing.T, db *sqlite.DB, cfg Config) (*Server, string) {
+	t.Helper()
+	ctx := context.Background()
+	ctl := control.New(db, cfg.Sequencer, nil)
+	actor := control.Actor{Type: "operator", ID: "test"}
+	p, err := ctl.CreateProject(ctx, actor, "p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _, err := ctl.CreateAPIKey(ctx, actor, p.ID, "", []string{catalog.ScopeWrite}, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Control, cfg.Catalog, cfg.Store = ctl, db, mem.New()
+	if cfg.Key == nil {
+		_, cfg.Key, _ = tlog.GenerateKey()
+	}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, token
+}
+
 // TestIngestSealErrors maps each sequencer outcome to its status: 202, 503 with
 // Retry-After for back-pressure and for committed-not-yet-published, 409 for a reused
 // signed id, 500 (nothing recorded) for a failed seal.
@@ -52,28 +103,14 @@ func TestIngestSealErrors(t *testing.T) {
 		body       string
 	}{
 		{"sealed", nil, http.StatusAccepted, "", `"status":"sealed"`},
-		{"busy", &sequencer.BusyError{RetryAfter: 1500 * time.Millisecond}, http.StatusServiceUnavailable, "2", "retry later"},
-		{"not published", sequencer.ErrNotPublished, http.StatusServiceUnavailable, "2", "not yet published"},
-		{"id conflict", sequencer.ErrIDConflict, http.StatusConflict, "", "different content"},
-		{"seal failed", sequencer.ErrSealFailed, http.StatusInternalServerError, "", "nothing was recorded"},
-		{"closing", sequencer.ErrClosed, http.StatusServiceUnavailable, "1", "shutting down"},
+		{"busy", sealErrors["busy"], http.StatusServiceUnavailable, "2", "retry later"},
+		{"not published", sealErrors["not-published"], http.StatusServiceUnavailable, "2", "not yet published"},
+		{"id conflict", sealErrors["id-conflict"], http.StatusConflict, "", "different content"},
+		{"seal failed", sealErrors["seal-failed"], http.StatusInternalServerError, "", "nothing was recorded"},
+		{"closing", sealErrors["closing"], http.StatusServiceUnavailable, "1", "shutting down"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			seq := scriptedSequencer{err: tc.err}
-			ctl := control.New(db, seq, nil)
-			actor := control.Actor{Type: "operator", ID: "test"}
-			p, err := ctl.CreateProject(ctx, actor, "p")
-			if err != nil {
-				t.Fatal(err)
-			}
-			token, _, err := ctl.CreateAPIKey(ctx, actor, p.ID, "", []string{catalog.ScopeWrite}, time.Time{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := New(Config{Control: ctl, Sequencer: seq, Catalog: db, Key: key, Store: mem.New()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, token := scriptedServer(t, db, Config{Sequencer: scriptedSequencer{err: tc.err}, Key: key})
 			req := httptest.NewRequest(http.MethodPost, "/api/v1/log", strings.NewReader(`{"action":"a","actor":{"type":"u","id":"1"}}`))
 			req.Header.Set("Authorization", "Bearer "+token)
 			rec := httptest.NewRecorder()

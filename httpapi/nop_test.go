@@ -20,6 +20,13 @@ type nopSequencer struct{}
 func (nopSequencer) Submit(context.Context, catalog.LogID, sequencer.Entry) (sequencer.Result, error) {
 	return sequencer.Result{}, errNop
 }
+func (nopSequencer) SubmitMany(_ context.Context, _ catalog.LogID, es []sequencer.Entry) ([]sequencer.Result, []error) {
+	errs := make([]error, len(es))
+	for i := range errs {
+		errs[i] = errNop
+	}
+	return make([]sequencer.Result, len(es)), errs
+}
 func (nopSequencer) Tree(context.Context, catalog.LogID) (tiles.Tree, error) {
 	return tiles.Tree{}, errNop
 }

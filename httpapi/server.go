@@ -30,6 +30,8 @@ import (
 // events, trees and proofs back.
 type Sequencer interface {
 	Submit(ctx context.Context, log catalog.LogID, e sequencer.Entry) (sequencer.Result, error)
+	// SubmitMany seals es in order, with one result and one error per entry.
+	SubmitMany(ctx context.Context, log catalog.LogID, es []sequencer.Entry) ([]sequencer.Result, []error)
 	Tree(ctx context.Context, log catalog.LogID) (tiles.Tree, error)
 	Proofs(ctx context.Context, log catalog.LogID) (*tiles.Reader, tiles.Tree, error)
 	Materialize(ctx context.Context, log catalog.LogID) (tiles.Tree, error)
@@ -78,8 +80,12 @@ type Config struct {
 	// which may run longer, are exempt: they clear the read deadline and set the write
 	// deadline WriteTimeout ahead before each write.
 	WriteTimeout time.Duration
-	// MaxBodyBytes bounds a request body (default 1 MiB).
+	// MaxBodyBytes bounds a request body (default 1 MiB), and each event of a batch.
 	MaxBodyBytes int64
+	// MaxBatchEvents bounds the events of one POST /log/batch (default 1,000), and
+	// MaxBatchBodyBytes its body (default 16 MiB).
+	MaxBatchEvents    int
+	MaxBatchBodyBytes int64
 	// SealTimeout bounds how long an ingest waits for its event to be sealed (default
 	// 30 s).
 	SealTimeout time.Duration
@@ -128,6 +134,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 1 << 20
 	}
+	if cfg.MaxBatchEvents <= 0 {
+		cfg.MaxBatchEvents = 1000
+	}
+	if cfg.MaxBatchBodyBytes <= 0 {
+		cfg.MaxBatchBodyBytes = 16 << 20
+	}
 	if cfg.SealTimeout <= 0 {
 		cfg.SealTimeout = 30 * time.Second
 	}
@@ -168,6 +180,7 @@ func (s *Server) routes() {
 		h                   http.Handler
 	}{
 		{"/log", http.MethodPost, catalog.ScopeWrite, s.rateLimited(http.HandlerFunc(s.ingest))},
+		{"/log/batch", http.MethodPost, catalog.ScopeWrite, s.rateLimited(http.HandlerFunc(s.ingestBatch))},
 		{"/events", http.MethodGet, catalog.ScopeRead, http.HandlerFunc(s.events)},
 		{"/export", http.MethodGet, catalog.ScopeExport, s.perProject(s.exportLimits, s.longRunning(http.HandlerFunc(s.export)))},
 		{"/verify", http.MethodGet, catalog.ScopeVerify, s.perProject(s.verifyLimits, s.longRunning(http.HandlerFunc(s.verify)))},

@@ -273,6 +273,31 @@ func TestAPIParameterRejections(t *testing.T) {
 	})
 }
 
+// breakPayloads makes the events stream's payload directory of project pid a file, so
+// the payload object of the next batch cannot be written (chmod would not stop root);
+// the returned func puts it back.
+func (s *server) breakPayloads(pid string) (restore func()) {
+	t := s.t
+	t.Helper()
+	payloadDir := filepath.Join(s.dataDir, "objects", pid, "events", "payload")
+	aside := payloadDir + ".aside"
+	if err := os.Rename(payloadDir, aside); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(payloadDir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		if err := os.Remove(payloadDir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(aside, payloadDir); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestAPIRateLimitAndSealFailure covers 429 (with Retry-After in seconds, per key,
 // ingest only) and 500 (a failing store: nothing is recorded, the tree does not move,
 // and after the store recovers the stream verifies).
@@ -308,20 +333,12 @@ func TestAPIRateLimitAndSealFailure(t *testing.T) {
 			break
 		}
 
-		// 500: the stream's payload directory becomes a file, so the payload object of
-		// the next batch cannot be written (chmod would not stop root).
-		payloadDir := filepath.Join(s.dataDir, "objects", p.id, "events", "payload")
+		// 500: the next batch's payload object cannot be written.
 		sizeBefore := s.sth(p.all, "events").TreeSize
 		if got := waitCheckpointSize(t, s.dataDir, s.pub, p.id, catalog.StreamEvents, sizeBefore); got != sizeBefore {
 			t.Fatalf("checkpoint size %d, /root size %d", got, sizeBefore)
 		}
-		aside := payloadDir + ".aside"
-		if err := os.Rename(payloadDir, aside); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(payloadDir, []byte("not a directory"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		restore := s.breakPayloads(p.id)
 		w2, _ := s.newKey(p.id, []string{catalog.ScopeWrite}, "")
 		r := s.api(http.MethodPost, "/log", w2, event("doomed", "alice"))
 		wantError(t, "ingest on a failing store", r, http.StatusInternalServerError, "Failed to seal event; nothing was recorded")
@@ -335,12 +352,7 @@ func TestAPIRateLimitAndSealFailure(t *testing.T) {
 		if n := len(evs.body["events"].([]any)); n != 0 {
 			t.Fatalf("a failed seal is listed: %s", evs.raw)
 		}
-		if err := os.Remove(payloadDir); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(aside, payloadDir); err != nil {
-			t.Fatal(err)
-		}
+		restore()
 		s.mustPost(w2, event("recovered", "alice"))
 		rec := s.receipt(p.all, "events")
 		if !rec.Valid || rec.TreeSize != sizeBefore+1 || rec.FirstBreak != nil {

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"runtime"
 
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/tiles"
@@ -29,13 +30,23 @@ type RebuildResult struct {
 // rebuildPage is how many index rows a rebuild reads at once.
 const rebuildPage = 5000
 
+// rebuildChunkRows is how many rows travel through the rebuild pipeline together.
+const rebuildChunkRows = 256
+
 // Rebuild rebuilds log's whole tree from storage, reading everything afresh (no
 // caches): the catalog's index rows, the payload bundles, the entry bundles and the
 // tiles. It decrypts every payload, re-derives every commitment, checks sequence
 // contiguity, every customer signature (signingKeys returns the registered public keys
-// of a signingKeyId; nil skips the check), every leaf, and that the rebuilt tree is
-// the live tree, and reports the first break. An error means the rebuild could not run
-// (the store or catalog failed), not that the log is broken.
+// of a signingKeyId; nil skips the check; it must be safe for concurrent use), every
+// leaf, and that the rebuilt tree is the live tree, and reports the first break. An
+// error means the rebuild could not run (the store or catalog failed), not that the log
+// is broken.
+//
+// It uses every core with flat memory: one goroutine reads the rows and objects in
+// sequence order into chunks; workers (one per core) decrypt, decode and check them
+// (tlog.Rebuilder.Precheck); the caller's goroutine takes the chunks in order and does
+// what depends on it (the tree, the tile comparison, the first break). At most
+// 2*GOMAXPROCS+2 chunks exist at once.
 func (s *Sequencer) Rebuild(ctx context.Context, log catalog.LogID, signingKeys func(string) []ed25519.PublicKey) (RebuildResult, error) {
 	var res RebuildResult
 	// Materialized first: the rebuild reads every entry bundle and tile.
@@ -54,41 +65,30 @@ func (s *Sequencer) Rebuild(ctx context.Context, log catalog.LogID, signingKeys 
 		ok := errors.As(err, &cb)
 		return cb, ok
 	}
-	r := &rebuildReader{s: s, log: log, prefix: prefixOf(log), live: live,
-		tiles: tiles.NewReader(s.cfg.Store, prefixOf(log), live, nil)}
-	var cursor uint64
-	for cursor < live.Size {
-		rows, err := s.queryIndex(ctx, log, cursor)
-		if err != nil {
-			return res, err
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops the reader and the workers when the rebuild ends early
+	r := &rebuildReader{s: s, log: log, prefix: prefixOf(log), live: live}
+	tc := &tileChecker{live: live, tiles: tiles.NewReader(s.cfg.Store, prefixOf(log), live, nil)}
+	for c := range r.chunks(ctx, rb) {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return res, ctx.Err()
 		}
-		if len(rows) == 0 {
-			break
-		}
-		for _, row := range rows {
-			if row.Sequence > live.Size {
-				break
+		for i := range c.items {
+			it := &c.items[i]
+			if it.brk != nil {
+				return finish(it.brk)
 			}
-			next := rb.Size() + 1
-			if row.Sequence != next {
-				return finish(&tlog.ChainBreak{Sequence: next, Reason: tlog.BreakSequenceGap,
-					Detail: fmt.Sprintf("index row %d is missing (next row is %d)", next, row.Sequence)})
-			}
-			rec, brk, err := r.record(ctx, row)
-			if err != nil {
-				return res, err
-			}
-			if brk != nil {
-				return finish(brk)
-			}
-			if err := rb.Add(&rec); err != nil {
+			if err := rb.AddChecked(&it.rec, &it.check); err != nil {
 				if cb, ok := asBreak(err); ok {
 					return finish(cb)
 				}
 				return res, err
 			}
-			if len(r.leafHashes) == tileCheckChunk || rb.Size() == live.Size {
-				if brk, err := r.checkTileChunk(ctx, rb.Size()-uint64(len(r.leafHashes))); err != nil || brk != nil {
+			tc.leafHashes = append(tc.leafHashes, it.entryHash)
+			if len(tc.leafHashes) == tileCheckChunk || rb.Size() == live.Size {
+				if brk, err := tc.check(ctx, rb.Size()-uint64(len(tc.leafHashes))); err != nil || brk != nil {
 					if err != nil {
 						return res, err
 					}
@@ -96,7 +96,15 @@ func (s *Sequencer) Rebuild(ctx context.Context, log catalog.LogID, signingKeys 
 				}
 			}
 		}
-		cursor = rows[len(rows)-1].Sequence
+		if c.brk != nil {
+			return finish(c.brk)
+		}
+		if c.err != nil {
+			return res, c.err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
 	}
 	if err := rb.CheckRoot(live.Size, live.Root); err != nil {
 		if cb, ok := asBreak(err); ok {
@@ -121,49 +129,143 @@ func (s *Sequencer) queryIndex(ctx context.Context, log catalog.LogID, after uin
 	return rows, nil
 }
 
-// rebuildReader reads one stream's stored objects in sequence order for a rebuild,
-// keeping the current payload and entry bundles.
+// rebuildItem is one index row with its stored objects, and once its chunk is done the
+// record rebuilt from them and its checks, or the break that prevents it.
+type rebuildItem struct {
+	row        catalog.Event
+	ciphertext []byte // from the payload bundle
+	sealedLeaf []byte // the leaf the payload bundle recorded
+	entry      []byte // the leaf in the entry bundle
+
+	rec       tlog.Record
+	check     tlog.Check
+	entryHash tlog.Hash
+	brk       *tlog.ChainBreak
+}
+
+// rebuildChunk is a run of consecutive rows. brk or err, when set, ends the rebuild
+// after the chunk's items (a break found while reading, or a failed read).
+type rebuildChunk struct {
+	items []rebuildItem
+	brk   *tlog.ChainBreak
+	err   error
+	done  chan struct{} // closed once every item is opened and checked
+}
+
+// rebuildReader reads one stream's index rows and stored objects in sequence order for
+// a rebuild, keeping the current payload and entry bundles.
 type rebuildReader struct {
 	s      *Sequencer
 	log    catalog.LogID
 	prefix tiles.Prefix
 	live   tiles.Tree
-	tiles  *tiles.Reader // authenticating, no cache
 
-	batch      catalog.Batch
-	payload    *tiles.PayloadBundle
-	entriesN   int64 // index of the entry bundle in entries, -1 when none
-	entries    [][]byte
-	leafHashes []tlog.Hash // rebuilt leaf hashes not yet compared with the tiles
+	batch    catalog.Batch
+	payload  *tiles.PayloadBundle
+	entriesN int64 // index of the entry bundle in entries
+	entries  [][]byte
 }
 
-// tileCheckChunk is how many rebuilt leaf hashes are compared with the tiles at once.
-const tileCheckChunk = 1 << 16
+// chunks reads the rows of the live tree into chunks on one goroutine and opens and
+// checks them on one worker per core. It returns the chunks in sequence order; each
+// is ready once its done is closed. Cancelling ctx stops every goroutine.
+func (r *rebuildReader) chunks(ctx context.Context, rb *tlog.Rebuilder) <-chan *rebuildChunk {
+	workers := max(1, runtime.GOMAXPROCS(0))
+	ordered := make(chan *rebuildChunk, 2*workers)
+	work := make(chan *rebuildChunk, workers)
+	for range workers {
+		go func() {
+			for c := range work {
+				for i := range c.items {
+					r.open(ctx, rb, &c.items[i])
+				}
+				close(c.done)
+			}
+		}()
+	}
+	go func() {
+		defer close(work)
+		defer close(ordered)
+		send := func(c *rebuildChunk) bool {
+			select {
+			case ordered <- c:
+			case <-ctx.Done():
+				return false
+			}
+			select {
+			case work <- c:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		c := &rebuildChunk{done: make(chan struct{})}
+		var cursor uint64
+		next := uint64(1)
+	read:
+		for cursor < r.live.Size {
+			rows, err := r.s.queryIndex(ctx, r.log, cursor)
+			if err != nil {
+				c.err = err
+				break
+			}
+			if len(rows) == 0 {
+				break
+			}
+			for _, row := range rows {
+				if row.Sequence > r.live.Size {
+					break
+				}
+				if row.Sequence != next {
+					c.brk = &tlog.ChainBreak{Sequence: next, Reason: tlog.BreakSequenceGap,
+						Detail: fmt.Sprintf("index row %d is missing (next row is %d)", next, row.Sequence)}
+					break read
+				}
+				it, brk, err := r.item(ctx, row)
+				if err != nil || brk != nil {
+					c.brk, c.err = brk, err
+					break read
+				}
+				c.items = append(c.items, it)
+				next++
+				if len(c.items) == rebuildChunkRows {
+					if !send(c) {
+						return
+					}
+					c = &rebuildChunk{done: make(chan struct{})}
+				}
+			}
+			cursor = rows[len(rows)-1].Sequence
+		}
+		send(c)
+	}()
+	return ordered
+}
 
-// record assembles the stored event of an index row, or the break that prevents it.
-func (r *rebuildReader) record(ctx context.Context, row catalog.Event) (tlog.Record, *tlog.ChainBreak, error) {
+// item gathers the stored objects of an index row, or the break that prevents it.
+func (r *rebuildReader) item(ctx context.Context, row catalog.Event) (rebuildItem, *tlog.ChainBreak, error) {
 	seq := row.Sequence
-	brk := func(reason, format string, args ...any) (tlog.Record, *tlog.ChainBreak, error) {
-		return tlog.Record{}, &tlog.ChainBreak{Sequence: seq, Reason: reason, Detail: fmt.Sprintf(format, args...)}, nil
+	brk := func(reason, format string, args ...any) (rebuildItem, *tlog.ChainBreak, error) {
+		return rebuildItem{}, &tlog.ChainBreak{Sequence: seq, Reason: reason, Detail: fmt.Sprintf(format, args...)}, nil
 	}
 	if r.payload == nil || seq >= r.batch.End() {
 		bs, err := r.s.cfg.Catalog.BatchesCovering(ctx, r.log, seq, seq)
 		if err != nil {
-			return tlog.Record{}, nil, fmt.Errorf("sequencer: batch of %d: %w", seq, err)
+			return rebuildItem{}, nil, fmt.Errorf("sequencer: batch of %d: %w", seq, err)
 		}
 		if len(bs) != 1 {
 			return brk(tlog.BreakSequenceGap, "no committed batch holds sequence %d", seq)
 		}
 		path, err := tiles.PayloadPath(bs[0].First, bs[0].BatchID)
 		if err != nil {
-			return tlog.Record{}, nil, err
+			return rebuildItem{}, nil, err
 		}
 		data, err := r.s.cfg.Store.Get(ctx, r.prefix.Key(path))
 		if errors.Is(err, tiles.ErrNotFound) {
 			return brk(tlog.BreakContentTampered, "payload bundle %s is missing", path)
 		}
 		if err != nil {
-			return tlog.Record{}, nil, fmt.Errorf("sequencer: read %s: %w", path, err)
+			return rebuildItem{}, nil, fmt.Errorf("sequencer: read %s: %w", path, err)
 		}
 		var pb tiles.PayloadBundle
 		if err := pb.UnmarshalBinary(data); err != nil || pb.First != bs[0].First || uint64(len(pb.Records)) != bs[0].Count {
@@ -172,31 +274,43 @@ func (r *rebuildReader) record(ctx context.Context, row catalog.Event) (tlog.Rec
 		r.batch, r.payload = bs[0], &pb
 	}
 	pr := r.payload.Records[seq-r.batch.First]
-
 	entry, brkE, err := r.entry(ctx, seq)
 	if err != nil || brkE != nil {
-		return tlog.Record{}, brkE, err
+		return rebuildItem{}, brkE, err
 	}
-	leaf, err := tlog.DecodeLeaf(entry)
+	return rebuildItem{row: row, ciphertext: pr.Ciphertext, sealedLeaf: pr.LeafData, entry: entry}, nil, nil
+}
+
+// open decodes, decrypts and checks an item (on a worker).
+func (r *rebuildReader) open(ctx context.Context, rb *tlog.Rebuilder, it *rebuildItem) {
+	seq := it.row.Sequence
+	brk := func(reason, detail string) {
+		it.brk = &tlog.ChainBreak{Sequence: seq, Reason: reason, Detail: detail}
+	}
+	leaf, err := tlog.DecodeLeaf(it.entry)
 	if err != nil {
-		return brk(tlog.BreakLeafMismatch, "entry bundle leaf does not decode: %v", err)
+		brk(tlog.BreakLeafMismatch, fmt.Sprintf("entry bundle leaf does not decode: %v", err))
+		return
 	}
-	if !bytes.Equal(entry, pr.LeafData) {
-		return brk(tlog.BreakLeafMismatch, "entry bundle leaf differs from the sealed batch's leaf")
+	if !bytes.Equal(it.entry, it.sealedLeaf) {
+		brk(tlog.BreakLeafMismatch, "entry bundle leaf differs from the sealed batch's leaf")
+		return
 	}
-	rec := tlog.Record{Leaf: leaf, LeafHash: row.LeafHash}
-	plain, err := r.s.cfg.Keyring.Open(ctx, r.log, pr.Ciphertext, payloadAAD(r.log, seq, leaf.ID))
+	it.rec = tlog.Record{Leaf: leaf, LeafHash: it.row.LeafHash}
+	plain, err := r.s.cfg.Keyring.Open(ctx, r.log, it.ciphertext, payloadAAD(r.log, seq, leaf.ID))
 	switch {
 	case errors.Is(err, ErrShredded):
 	case err != nil || len(plain) < tlog.NonceSize:
-		return brk(tlog.BreakContentTampered, "payload ciphertext does not decrypt")
+		brk(tlog.BreakContentTampered, "payload ciphertext does not decrypt")
+		return
 	default:
 		var n tlog.Nonce
 		copy(n[:], plain)
-		rec.Nonce, rec.Payload = &n, plain[tlog.NonceSize:]
+		it.rec.Nonce, it.rec.Payload = &n, plain[tlog.NonceSize:]
 	}
-	r.leafHashes = append(r.leafHashes, tlog.LeafHash(entry))
-	return rec, nil, nil
+	it.check = rb.Precheck(&it.rec)
+	it.entryHash = tlog.LeafHash(it.entry)
+	it.ciphertext, it.sealedLeaf, it.entry = nil, nil, nil
 }
 
 // entry returns the leaf data of seq from its entry bundle.
@@ -223,9 +337,19 @@ func (r *rebuildReader) entry(ctx context.Context, seq uint64) ([]byte, *tlog.Ch
 	return r.entries[idx%tiles.TileWidth], nil, nil
 }
 
-// checkTileChunk compares the leaf hashes in the hash tiles, read through the
-// authenticating reader, with the rebuilt ones starting at leaf index start.
-func (r *rebuildReader) checkTileChunk(ctx context.Context, start uint64) (*tlog.ChainBreak, error) {
+// tileChecker compares rebuilt leaf hashes with the hash tiles, a chunk at a time.
+type tileChecker struct {
+	live       tiles.Tree
+	tiles      *tiles.Reader // authenticating, no cache
+	leafHashes []tlog.Hash   // rebuilt leaf hashes not yet compared with the tiles
+}
+
+// tileCheckChunk is how many rebuilt leaf hashes are compared with the tiles at once.
+const tileCheckChunk = 1 << 16
+
+// check compares the leaf hashes in the hash tiles, read through the authenticating
+// reader, with the rebuilt ones starting at leaf index start.
+func (r *tileChecker) check(ctx context.Context, start uint64) (*tlog.ChainBreak, error) {
 	end := start + uint64(len(r.leafHashes))
 	hs, err := r.tiles.LeafHashes(ctx, start, end)
 	if errors.Is(err, tiles.ErrMismatch) || errors.Is(err, tiles.ErrNotFound) {

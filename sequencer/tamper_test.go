@@ -53,6 +53,16 @@ func TestRebuildDetectsTampering(t *testing.T) {
 						r.Ciphertext[len(r.Ciphertext)-1] ^= 1
 					})
 				}, tlog.BreakContentTampered, tamperSeq, ""},
+				// Two edits: the rebuild reads rows and objects ahead of the workers that
+				// decrypt them, so it meets the deleted row 500 before a worker finds
+				// the ciphertext of 300 broken; the first break is still 300's.
+				{"payload ciphertext, then a deleted index row", func(e *tamperEnv) {
+					e.editPayloadRecord(func(r *tiles.PayloadRecord) {
+						r.Ciphertext = append([]byte(nil), r.Ciphertext...)
+						r.Ciphertext[len(r.Ciphertext)-1] ^= 1
+					})
+					e.exec(`DELETE FROM events WHERE project_id = ? AND stream = ? AND seq = ?`, tamperSeq+200)
+				}, tlog.BreakContentTampered, tamperSeq, ""},
 				// A leaf changed in the entry bundle mirrors read: it no longer equals
 				// the leaf the batch sealed.
 				{"entry bundle", func(e *tamperEnv) {

@@ -249,9 +249,49 @@ func NewRebuilder(opts RebuildOptions) *Rebuilder {
 // ErrMixedStreams means records of different project-streams were fed to one Rebuilder.
 var ErrMixedStreams = errors.New("records of more than one project-stream")
 
+// Check holds the results of the checks of one record that do not depend on the
+// records before it (commitment, signature, leaf hash). Rebuilder.Precheck computes it,
+// possibly on another goroutine; Rebuilder.AddChecked consumes it in sequence order.
+type Check struct {
+	commitment Hash // re-derived commitment; zero when shredded
+	sigChecked bool // a signature was present and keys were given
+	sigOK      bool
+	leafHash   Hash
+}
+
+// Precheck runs the order-independent checks of r. It is safe for concurrent use
+// (RebuildOptions.SigningKeys must then be too) and does not change b.
+func (b *Rebuilder) Precheck(r *Record) Check {
+	var c Check
+	if !r.Shredded() {
+		c.commitment = Commitment(*r.Nonce, r.Payload)
+	}
+	if r.Leaf.Signature != "" && b.opts.SigningKeys != nil {
+		c.sigChecked = true
+		for _, k := range b.opts.SigningKeys(r.Leaf.SigningKeyID) {
+			if VerifyEventSignature(k, r.Leaf.ID, r.Leaf.PayloadHash, r.Leaf.Signature) == nil {
+				c.sigOK = true
+				break
+			}
+		}
+	}
+	c.leafHash = r.Leaf.Hash()
+	return c
+}
+
 // Add checks the next record. It returns a *ChainBreak for the first tamper it sees and
 // keeps returning it; other errors mean the input is not one stream's records.
 func (b *Rebuilder) Add(r *Record) error {
+	if b.broken != nil {
+		return b.broken
+	}
+	c := b.Precheck(r)
+	return b.AddChecked(r, &c)
+}
+
+// AddChecked is Add with r's Precheck already done: the same checks, in the same
+// order, with the same result.
+func (b *Rebuilder) AddChecked(r *Record, c *Check) error {
 	if b.broken != nil {
 		return b.broken
 	}
@@ -271,30 +311,21 @@ func (b *Rebuilder) Add(r *Record) error {
 	if r.Shredded() {
 		b.Stats.Shredded++
 	} else {
-		if got := Commitment(*r.Nonce, r.Payload); got != r.Leaf.PayloadHash {
-			return b.fail(next, BreakContentTampered, fmt.Sprintf("content re-derives commitment %s, recorded %s", Hex(got), Hex(r.Leaf.PayloadHash)))
+		if c.commitment != r.Leaf.PayloadHash {
+			return b.fail(next, BreakContentTampered, fmt.Sprintf("content re-derives commitment %s, recorded %s", Hex(c.commitment), Hex(r.Leaf.PayloadHash)))
 		}
 		b.Stats.Rederived++
 	}
-	if r.Leaf.Signature != "" && b.opts.SigningKeys != nil {
-		keys := b.opts.SigningKeys(r.Leaf.SigningKeyID)
-		ok := false
-		for _, k := range keys {
-			if VerifyEventSignature(k, r.Leaf.ID, r.Leaf.PayloadHash, r.Leaf.Signature) == nil {
-				ok = true
-				break
-			}
-		}
-		if !ok {
+	if c.sigChecked {
+		if !c.sigOK {
 			return b.fail(next, BreakInvalidClientSignature, fmt.Sprintf("signature by %q does not verify under any given signing key", r.Leaf.SigningKeyID))
 		}
 		b.Stats.Signatures++
 	}
-	leafHash := r.Leaf.Hash()
-	if leafHash != r.LeafHash {
-		return b.fail(next, BreakLeafMismatch, fmt.Sprintf("leaf re-hashes to %s, recorded %s", Hex(leafHash), Hex(r.LeafHash)))
+	if c.leafHash != r.LeafHash {
+		return b.fail(next, BreakLeafMismatch, fmt.Sprintf("leaf re-hashes to %s, recorded %s", Hex(c.leafHash), Hex(r.LeafHash)))
 	}
-	b.roots.Append(leafHash)
+	b.roots.Append(c.leafHash)
 	b.Stats.Events++
 	return nil
 }

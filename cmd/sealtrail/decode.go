@@ -10,12 +10,13 @@ import (
 	"github.com/sealtrail/sealtrail/tlog"
 )
 
-// Parsing a line (tlog.DecodeExportLine: canonicalize, then decode) costs about as much
-// as checking it (tlog.Rebuilder.Add: commitment, signature, leaf hash). So lines are
-// parsed on worker goroutines while the rebuild, which must see records in sequence
-// order, checks them on the caller's goroutine. Memory stays flat: at most
-// 2*GOMAXPROCS+2 batches exist at once (queued, being filled, being checked), each at
-// most batchLines lines or batchBytes plus one line.
+// Every line is parsed (tlog.DecodeExportLine: canonicalize, then decode) and checked
+// (tlog.Rebuilder.Precheck: commitment, signature, leaf hash) on worker goroutines, one
+// per core; only what depends on the order (sequence contiguity, the compact range of
+// the tree, the first break) runs on the caller's goroutine, which receives the batches
+// in line order. Memory stays flat: at most 2*GOMAXPROCS+2 batches exist at once
+// (queued, being filled, being checked), each at most batchLines lines or batchBytes
+// plus one line.
 
 const (
 	batchLines = 64      // lines per batch
@@ -25,38 +26,44 @@ const (
 // lineBatch is a run of consecutive export lines and, once done is closed, their
 // decoded records.
 type lineBatch struct {
-	first uint64 // line number (1-based) of the batch's first line
-	data  []byte // the lines, back to back
-	ends  []int  // end offset in data of each line
-	recs  []tlog.Record
-	errs  []error // decoding error of each line, or nil
+	first  uint64 // line number (1-based) of the batch's first line
+	data   []byte // the lines, back to back
+	ends   []int  // end offset in data of each line
+	recs   []tlog.Record
+	checks []tlog.Check // Precheck of each decoded record
+	errs   []error      // decoding error of each line, or nil
 	// err ends the stream after the batch's lines: a read error, or a line too long.
 	err  error
 	done chan struct{}
 }
 
-func (b *lineBatch) decode() {
+func (b *lineBatch) decode(check func(*tlog.Record) tlog.Check) {
 	b.recs = make([]tlog.Record, len(b.ends))
+	b.checks = make([]tlog.Check, len(b.ends))
 	b.errs = make([]error, len(b.ends))
 	start := 0
 	for i, end := range b.ends {
 		b.recs[i], b.errs[i] = tlog.DecodeExportLine(b.data[start:end])
+		if b.errs[i] == nil {
+			b.checks[i] = check(&b.recs[i])
+		}
 		start = end
 	}
 }
 
-// decodeLines parses r's lines on worker goroutines and returns the batches in line
-// order. The caller receives each batch, waits for its done channel, and closes quit
-// when it stops early; the goroutines then exit as soon as they are not blocked reading
-// r (a reader that never returns keeps one goroutine, as it would keep the caller).
-func decodeLines(r io.Reader, quit <-chan struct{}) <-chan *lineBatch {
+// decodeLines parses r's lines and runs check on each record on worker goroutines, and
+// returns the batches in line order. The caller receives each batch, waits for its done
+// channel, and closes quit when it stops early; the goroutines then exit as soon as they
+// are not blocked reading r (a reader that never returns keeps one goroutine, as it
+// would keep the caller).
+func decodeLines(r io.Reader, quit <-chan struct{}, check func(*tlog.Record) tlog.Check) <-chan *lineBatch {
 	workers := max(1, runtime.GOMAXPROCS(0))
 	ordered := make(chan *lineBatch, 2*workers)
 	work := make(chan *lineBatch, workers)
 	for range workers {
 		go func() {
 			for b := range work {
-				b.decode()
+				b.decode(check)
 				close(b.done)
 			}
 		}()

@@ -41,9 +41,9 @@ type fullResult struct {
 	Break           *tlog.ChainBreak // first tamper, or nil
 }
 
-// rebuildExport streams a JSON export through a tlog.Rebuilder. Memory stays flat: a few
-// batches of lines in flight (see decodeLines) and the rebuilder's O(log n) compact
-// range are all it holds. It returns the result so far and, on the first tamper, a
+// rebuildExport streams a JSON export through a tlog.Rebuilder, parsing and checking
+// lines on every core (see decodeLines). Memory stays flat: a few batches of lines in
+// flight and the rebuilder's O(log n) compact range are all it holds. It returns the result so far and, on the first tamper, a
 // *tlog.ChainBreak; any other error means the input is not a whole stream's export
 // (exit 2) and names the line.
 func rebuildExport(r io.Reader, opts fullOptions) (*fullResult, error) {
@@ -73,7 +73,7 @@ func rebuildExport(r io.Reader, opts fullOptions) (*fullResult, error) {
 	quit := make(chan struct{})
 	defer close(quit)
 	var line uint64
-	for b := range decodeLines(r, quit) {
+	for b := range decodeLines(r, quit, rb.Precheck) {
 		<-b.done
 		for i := range b.recs {
 			line = b.first + uint64(i)
@@ -84,7 +84,7 @@ func rebuildExport(r io.Reader, opts fullOptions) (*fullResult, error) {
 			if rec.Leaf.Signature != "" {
 				res.Signed++
 			}
-			if err := rb.Add(rec); err != nil {
+			if err := rb.AddChecked(rec, &b.checks[i]); err != nil {
 				var cb *tlog.ChainBreak
 				if errors.As(err, &cb) {
 					return fail(err)

@@ -51,6 +51,8 @@ type Config struct {
 	RateLimit        int `json:"rateLimit"`
 	ReadRateLimit    int `json:"readRateLimit"`
 	AuthFailureLimit int `json:"authFailureLimit"`
+	// MaxBatchEvents bounds the events of one POST /api/v1/log/batch (default 1000).
+	MaxBatchEvents int `json:"maxBatchEvents"`
 	// TrustProxyHeaders takes client addresses from the last X-Forwarded-For entry;
 	// without it the header is ignored.
 	TrustProxyHeaders bool `json:"trustProxyHeaders"`
@@ -161,8 +163,8 @@ func (c *Config) resolve() error {
 	if c.Origin == "" || strings.ContainsAny(c.Origin, " \t\n+") {
 		return fmt.Errorf("config: origin %q must be non-empty, without spaces or '+'", c.Origin)
 	}
-	if c.MaxBatch < 0 || c.MaxAgeMS < 0 || c.RateLimit < 0 || c.ReadRateLimit < 0 || c.AuthFailureLimit < 0 {
-		return errors.New("config: maxBatch, maxAgeMs, rateLimit, readRateLimit and authFailureLimit must not be negative")
+	if c.MaxBatch < 0 || c.MaxAgeMS < 0 || c.RateLimit < 0 || c.ReadRateLimit < 0 || c.AuthFailureLimit < 0 || c.MaxBatchEvents < 0 {
+		return errors.New("config: maxBatch, maxAgeMs, rateLimit, readRateLimit, authFailureLimit and maxBatchEvents must not be negative")
 	}
 	if c.ReadHeaderTimeoutMS <= 0 || c.ReadTimeoutMS <= 0 || c.WriteTimeoutMS <= 0 || c.IdleTimeoutMS <= 0 || c.MaxHeaderBytes <= 0 {
 		return errors.New("config: readHeaderTimeoutMs, readTimeoutMs, writeTimeoutMs, idleTimeoutMs and maxHeaderBytes must be positive")

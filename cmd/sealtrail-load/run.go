@@ -1,0 +1,313 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sealtrail/sealtrail/internal/loadtest"
+)
+
+// options of `sealtrail-load run`.
+type options struct {
+	sealtraild string
+	pg         string // admin DSN of a PostgreSQL server; "" skips the PostgreSQL cases
+	duration   time.Duration
+	warmup     time.Duration
+	projects   int
+	batch      int
+	size       int
+	conc       []int
+}
+
+func runAll(args []string) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	var o options
+	fs.StringVar(&o.sealtraild, "sealtraild", "bin/sealtraild", "the built service binary")
+	fs.StringVar(&o.pg, "pg", "", "PostgreSQL admin DSN on 127.0.0.1 (a throwaway database is created per run); empty skips PostgreSQL")
+	fs.DurationVar(&o.duration, "duration", 8*time.Second, "measured time per case")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "unmeasured time before each case")
+	fs.IntVar(&o.projects, "projects", 1000, "projects (one key each) of the many-tenant cases")
+	fs.IntVar(&o.batch, "batch", 1000, "events per POST /log/batch")
+	fs.IntVar(&o.size, "size", 1024, "bytes per event")
+	conc := fs.String("c", "200,1000", "concurrencies of the single-event one-project cases")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	for _, s := range strings.Split(*conc, ",") {
+		var n int
+		if _, err := fmt.Sscan(s, &n); err != nil || n < 1 {
+			return fmt.Errorf("-c: %q is not a concurrency", s)
+		}
+		o.conc = append(o.conc, n)
+	}
+	if o.pg != "" {
+		u, err := url.Parse(o.pg)
+		if err != nil || (u.Hostname() != "127.0.0.1" && u.Hostname() != "localhost") {
+			return fmt.Errorf("-pg must be a postgres:// URL on 127.0.0.1")
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if o.sealtraild, err = filepath.Abs(o.sealtraild); err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "sealtrail-load-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+
+	t := &table{}
+	t.header(o)
+	ctx := context.Background()
+	single := func(size int) func(int) ([]byte, int) {
+		return func(i int) ([]byte, int) { return loadtest.Event(i, size), 1 }
+	}
+	// The ceiling and Tessera, on the same 1 KB bodies.
+	for _, peer := range []struct {
+		name string
+		args []string
+	}{{"trivial handler", []string{"trivial"}}, {"Tessera POSIX", []string{"tessera", filepath.Join(work, "tessera")}}} {
+		p, err := start(self, peer.args, nil, work, addrFromListening)
+		if err != nil {
+			return fmt.Errorf("%s: %w", peer.name, err)
+		}
+		for _, c := range o.conc {
+			t.run(ctx, o, peer.name, fmt.Sprintf("single, 1 stream, c=%d", c), p, "",
+				loadtest.Load{URL: "http://" + p.addr + "/add", Body: single(o.size), C: c, Count: 1 << 30})
+		}
+		p.stop()
+	}
+	// Sealtrail on the embedded default, then on PostgreSQL.
+	backends := []struct{ name, dsn string }{{"Sealtrail embedded", ""}}
+	if o.pg != "" {
+		backends = append(backends, struct{ name, dsn string }{"Sealtrail PostgreSQL", o.pg})
+	}
+	for _, b := range backends {
+		if err := sealtrailCases(ctx, o, t, work, b.name, b.dsn, single(o.size)); err != nil {
+			return fmt.Errorf("%s: %w", b.name, err)
+		}
+	}
+	t.ratios()
+	return nil
+}
+
+// sealtrailCases starts sealtraild on a fresh data dir (and database), creates the
+// projects, and runs the Sealtrail cases.
+func sealtrailCases(ctx context.Context, o options, t *table, work, name, adminDSN string, single func(int) ([]byte, int)) error {
+	data, err := os.MkdirTemp(work, "data-")
+	if err != nil {
+		return err
+	}
+	env := []string{"SEALTRAIL_RATE_LIMIT=1000000000", "SEALTRAIL_MAX_BATCH_EVENTS=" + fmt.Sprint(o.batch)}
+	dsn := ""
+	if adminDSN != "" {
+		var drop func()
+		if dsn, drop, err = freshDatabase(ctx, adminDSN); err != nil {
+			return err
+		}
+		defer drop()
+		env = append(env, "SEALTRAIL_CATALOG="+dsn)
+	}
+	p, err := start(o.sealtraild, []string{"serve", "--listen", "127.0.0.1:0", "--data", data}, env, work, addrFromServing)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	tok, err := os.ReadFile(filepath.Join(data, "operator.token"))
+	if err != nil {
+		return err
+	}
+	base := "http://" + p.addr
+	one, err := createKeys(base, strings.TrimSpace(string(tok)), 1)
+	if err != nil {
+		return err
+	}
+	many, err := createKeys(base, strings.TrimSpace(string(tok)), o.projects)
+	if err != nil {
+		return err
+	}
+	batch := func(i int) ([]byte, int) { return loadtest.Batch(i, o.batch, o.size), o.batch }
+	for _, c := range o.conc {
+		t.run(ctx, o, name, fmt.Sprintf("single, 1 project, c=%d", c), p, dsn,
+			loadtest.Load{URL: base + "/api/v1/log", Tokens: one, Body: single, C: c, Count: 1 << 30})
+	}
+	cmax := o.conc[len(o.conc)-1]
+	t.run(ctx, o, name, fmt.Sprintf("single, %d projects, c=%d", o.projects, cmax), p, dsn,
+		loadtest.Load{URL: base + "/api/v1/log", Tokens: many, Body: single, C: cmax, Count: 1 << 30})
+	t.run(ctx, o, name, fmt.Sprintf("batch of %d, 1 project, c=4", o.batch), p, dsn,
+		loadtest.Load{URL: base + "/api/v1/log/batch", Tokens: one, Body: batch, C: 4, Count: 1 << 30})
+	t.run(ctx, o, name, fmt.Sprintf("batch of %d, %d projects, c=4", o.batch, o.projects), p, dsn,
+		loadtest.Load{URL: base + "/api/v1/log/batch", Tokens: many, Body: batch, C: 4, Count: 1 << 30})
+	return nil
+}
+
+// proc is a process this run started.
+type proc struct {
+	cmd    *exec.Cmd
+	addr   string
+	exited chan struct{}
+}
+
+// start runs bin with args and waits (at most 60 s) until addrOf finds its listen
+// address in a line of its output.
+func start(bin string, args, env []string, dir string, addrOf func(string) string) (*proc, error) {
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = cmd.Stdout // one pipe; the service logs JSON lines on stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	p := &proc{cmd: cmd, exited: make(chan struct{})}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		sc.Buffer(nil, 1<<20)
+		found := false
+		for sc.Scan() { // drain the output for the process's lifetime
+			if a := addrOf(sc.Text()); a != "" && !found {
+				found = true
+				addr <- a
+			}
+		}
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
+	select {
+	case p.addr = <-addr:
+		if err := loadtest.Loopback("http://" + p.addr); err != nil {
+			p.stop()
+			return nil, err
+		}
+		return p, nil
+	case <-p.exited:
+		return nil, fmt.Errorf("%s exited before listening", bin)
+	case <-time.After(60 * time.Second):
+		p.stop()
+		return nil, fmt.Errorf("%s did not listen within 60 s", bin)
+	}
+}
+
+// stop sends SIGTERM to the process's PID, and SIGKILL after 30 s.
+func (p *proc) stop() {
+	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
+	}
+}
+
+func addrFromListening(line string) string {
+	a, _ := strings.CutPrefix(line, "listening ")
+	if a == line {
+		return ""
+	}
+	return a
+}
+
+func addrFromServing(line string) string {
+	var rec struct{ Msg, Addr string }
+	if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "sealtraild serving" {
+		return strings.TrimPrefix(rec.Addr, "http://")
+	}
+	return ""
+}
+
+// createKeys creates n projects with one log:write key each through the operator API
+// and returns the keys.
+func createKeys(base, token string, n int) ([]string, error) {
+	keys := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			var p struct{ ID string }
+			if errs[i] = admin(base, token, "/admin/v1/projects", map[string]string{"name": fmt.Sprintf("load-%d", i)}, &p); errs[i] != nil {
+				return
+			}
+			var k struct{ Secret string }
+			errs[i] = admin(base, token, "/admin/v1/projects/"+p.ID+"/keys", map[string]any{"scopes": []string{"log:write"}}, &k)
+			keys[i] = k.Secret
+		})
+	}
+	wg.Wait()
+	return keys, errors.Join(errs...)
+}
+
+func admin(base, token, path string, body, out any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("X-Sealtrail-Actor", "loadtest")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, raw)
+	}
+	return json.Unmarshal(raw, out)
+}
+
+// freshDatabase creates a throwaway database on the admin DSN's server and returns its
+// DSN and a func that drops it.
+func freshDatabase(ctx context.Context, adminDSN string) (string, func(), error) {
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	name := "sealtrail_load_" + hex.EncodeToString(rnd[:])
+	exec := func(sql string) error {
+		conn, err := pgx.Connect(ctx, adminDSN)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	if err := exec("CREATE DATABASE " + name); err != nil {
+		return "", nil, fmt.Errorf("create database: %w", err)
+	}
+	u, _ := url.Parse(adminDSN)
+	u.Path = "/" + name
+	return u.String(), func() { _ = exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)") }, nil
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/sealtrail/sealtrail/internal/loadtest"
+)
+
+// row is one measured case.
+type row struct {
+	system, name string
+	res          loadtest.Result
+	usage        loadtest.Usage
+	wal          int64
+}
+
+// table prints the rows as a Markdown table as they are measured.
+type table struct{ rows []row }
+
+func (t *table) header(o options) {
+	fmt.Printf("sealtrail-load: %s measured per case after %s warm-up, %d-byte events, closed loop, loopback\n\n",
+		o.duration, o.warmup, o.size)
+	fmt.Println("| system | case | req/s | events/s | p50 ms | p99 ms | server CPU µs/req | CPU µs/event | bytes written/event | drained / unfinished / errors |")
+	fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+}
+
+// run warms up, then measures one case against p (and PostgreSQL's WAL when dsn is
+// set), and prints its row.
+func (t *table) run(ctx context.Context, o options, system, name string, p *proc, dsn string, l loadtest.Load) {
+	w := l
+	w.Duration = o.warmup
+	if _, err := w.Run(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "%s %s: warm-up: %v\n", system, name, err)
+	}
+	pid := p.cmd.Process.Pid
+	u0, err0 := loadtest.ReadUsage(pid)
+	var wal0 int64
+	if dsn != "" {
+		wal0, _ = loadtest.WALPosition(ctx, dsn)
+	}
+	l.Duration = o.duration
+	if l.Drain <= 0 {
+		l.Drain = 30 * time.Second
+	}
+	res, err := l.Run(ctx)
+	u1, err1 := loadtest.ReadUsage(pid)
+	r := row{system: system, name: name, res: res, usage: u1.Sub(u0)}
+	if dsn != "" {
+		if wal1, err := loadtest.WALPosition(ctx, dsn); err == nil {
+			r.wal = wal1 - wal0
+		}
+	}
+	if res.Unfinished > 0 {
+		fmt.Fprintf(os.Stderr, "  %s %s: %d requests unanswered %s after the run\n", system, name, res.Unfinished, l.Drain)
+	}
+	if err != nil || err0 != nil || err1 != nil {
+		fmt.Fprintf(os.Stderr, "%s %s: %v %v %v\n", system, name, err, err0, err1)
+	}
+	t.rows = append(t.rows, r)
+	per := func(v int64, n int) string {
+		if n == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.0f", float64(v)/float64(n))
+	}
+	// The usage covers the run and its drain, so it is shared by every acknowledged
+	// request, drained ones included.
+	reqs, evs := res.Requests+res.Drained, res.Events+res.DrainedEvents
+	bytesPer := "-"
+	if system != "trivial handler" {
+		bytesPer = per(r.usage.WriteBytes+r.wal, evs)
+	}
+	p99 := fmt.Sprintf("%.1f", ms(res.P99))
+	if res.Unfinished*100 >= reqs+res.Unfinished && res.Unfinished > 0 {
+		p99 = fmt.Sprintf("> %.0f", ms(l.Duration+l.Drain))
+	}
+	fmt.Printf("| %s | %s | %.0f | %.0f | %.1f | %s | %s | %s | %s | %d / %d / %d |\n", system, name, res.ReqPerSec(), res.EventsPerSec(),
+		ms(res.P50), p99, per(r.usage.CPUMicros, reqs), per(r.usage.CPUMicros, evs), bytesPer, res.Drained, res.Unfinished, res.Errors)
+	if res.FirstError != "" {
+		fmt.Fprintf(os.Stderr, "  %s %s: first error: %s\n", system, name, res.FirstError)
+	}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// ratios prints Sealtrail's single-event rates against Tessera and the ceiling at each
+// concurrency, and PostgreSQL against the embedded default.
+func (t *table) ratios() {
+	find := func(system, name string) *row {
+		for i := range t.rows {
+			if t.rows[i].system == system && t.rows[i].name == name {
+				return &t.rows[i]
+			}
+		}
+		return nil
+	}
+	fmt.Println()
+	for _, r := range t.rows {
+		if r.system != "Sealtrail embedded" && r.system != "Sealtrail PostgreSQL" {
+			continue
+		}
+		var c int
+		if _, err := fmt.Sscanf(r.name, "single, 1 project, c=%d", &c); err != nil {
+			continue
+		}
+		peer := fmt.Sprintf("single, 1 stream, c=%d", c)
+		line := fmt.Sprintf("%s, one project, c=%d:", r.system, c)
+		if tr := find("trivial handler", peer); tr != nil && tr.res.Requests > 0 {
+			line += fmt.Sprintf(" %.2f× the trivial handler's rate (p99 %.1f× its p99);", r.res.ReqPerSec()/tr.res.ReqPerSec(),
+				float64(r.res.P99)/float64(max(tr.res.P99, 1)))
+		}
+		if ts := find("Tessera POSIX", peer); ts != nil && ts.res.Requests > 0 {
+			line += fmt.Sprintf(" %.2f× Tessera's;", r.res.ReqPerSec()/ts.res.ReqPerSec())
+		}
+		if r.system == "Sealtrail PostgreSQL" {
+			if e := find("Sealtrail embedded", r.name); e != nil && e.res.Requests > 0 {
+				line += fmt.Sprintf(" %.0f%% of the embedded rate;", 100*r.res.ReqPerSec()/e.res.ReqPerSec())
+			}
+		}
+		fmt.Println(line)
+	}
+}

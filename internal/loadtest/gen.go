@@ -1,0 +1,182 @@
+// Package loadtest drives a closed-loop HTTP load against an ingest endpoint and
+// measures what it cost the server: requests and events per second, latency
+// percentiles, server CPU per request (from /proc/<pid>/stat) and bytes written per
+// event (from /proc/<pid>/io, plus PostgreSQL's WAL when given). It is used by
+// cmd/sealtrail-load (make loadtest); it talks to 127.0.0.1 only.
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Load is one closed-loop run: C workers each send a request, wait for its answer and
+// send the next, until Count requests were sent or Duration passed. Requests in flight
+// at the end are then awaited (at most Drain): they count in the latencies and the
+// drained total, not in the rates, and the server is idle again for the next run.
+type Load struct {
+	URL    string   // the endpoint (loopback only)
+	Tokens []string // bearer tokens, used round-robin per request; none sends no header
+	// Body returns the body of request i and how many events it carries.
+	Body     func(i int) ([]byte, int)
+	C        int
+	Count    int
+	Duration time.Duration
+	Drain    time.Duration // default 30 s
+	// OK reports whether a status is an acknowledgement (default: 2xx).
+	OK func(status int) bool
+}
+
+// Result is what a run measured on the client side.
+type Result struct {
+	// Requests and Events were acknowledged within Elapsed (the run's Duration).
+	Requests, Events int
+	// Drained requests (DrainedEvents events) were acknowledged after it; Unfinished
+	// ones were still unanswered at the end of the drain.
+	Drained, DrainedEvents, Unfinished int
+	Errors                             int
+	Elapsed                            time.Duration
+	// P50 and P99 are over every acknowledged request, drained ones included.
+	P50, P99   time.Duration
+	FirstError string
+}
+
+// ReqPerSec and EventsPerSec are the acknowledged rates.
+func (r Result) ReqPerSec() float64    { return float64(r.Requests) / r.Elapsed.Seconds() }
+func (r Result) EventsPerSec() float64 { return float64(r.Events) / r.Elapsed.Seconds() }
+
+// Loopback refuses any URL whose host is not a loopback address.
+func Loopback(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("loadtest: %w", err)
+	}
+	if h := u.Hostname(); h != "127.0.0.1" && h != "::1" && h != "localhost" {
+		return fmt.Errorf("loadtest: %s is not a loopback address", h)
+	}
+	return nil
+}
+
+// Run performs the load.
+func (l Load) Run(ctx context.Context) (Result, error) {
+	if err := Loopback(l.URL); err != nil {
+		return Result{}, err
+	}
+	if l.OK == nil {
+		l.OK = func(s int) bool { return s >= 200 && s < 300 }
+	}
+	tr := &http.Transport{MaxIdleConns: l.C, MaxIdleConnsPerHost: l.C, MaxConnsPerHost: l.C, IdleConnTimeout: time.Minute}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	if l.Drain <= 0 {
+		l.Drain = 30 * time.Second
+	}
+	window, cancel := context.WithTimeout(ctx, l.Duration)
+	defer cancel()
+	reqCtx, cancelReqs := context.WithTimeout(ctx, l.Duration+l.Drain)
+	defer cancelReqs()
+
+	var next atomic.Int64
+	lat := make([][]time.Duration, l.C)
+	var events, drained, drainedEvents, unfinished, errs atomic.Int64
+	var firstErr atomic.Value
+	start := time.Now()
+	end := start.Add(l.Duration)
+	var wg sync.WaitGroup
+	for w := range l.C {
+		wg.Go(func() {
+			for window.Err() == nil {
+				i := int(next.Add(1) - 1)
+				if i >= l.Count {
+					return
+				}
+				body, n := l.Body(i)
+				t0 := time.Now()
+				status, err := l.send(reqCtx, client, i, body)
+				d := time.Since(t0)
+				switch {
+				case reqCtx.Err() != nil:
+					unfinished.Add(1)
+				case err == nil && l.OK(status):
+					lat[w] = append(lat[w], d)
+					if t0.Add(d).After(end) {
+						drained.Add(1)
+						drainedEvents.Add(int64(n))
+					} else {
+						events.Add(int64(n))
+					}
+				default:
+					errs.Add(1)
+					if err == nil {
+						err = fmt.Errorf("status %d", status)
+					}
+					firstErr.CompareAndSwap(nil, err.Error())
+				}
+			}
+		})
+	}
+	wg.Wait()
+	res := Result{Elapsed: min(time.Since(start), l.Duration), Events: int(events.Load()), Errors: int(errs.Load()),
+		Drained: int(drained.Load()), DrainedEvents: int(drainedEvents.Load()), Unfinished: int(unfinished.Load())}
+	if s, ok := firstErr.Load().(string); ok {
+		res.FirstError = s
+	}
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	res.Requests = len(all) - res.Drained
+	if len(all) > 0 {
+		res.P50, res.P99 = all[len(all)*50/100], all[min(len(all)-1, len(all)*99/100)]
+	}
+	return res, nil
+}
+
+func (l Load) send(ctx context.Context, c *http.Client, i int, body []byte) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.URL, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if len(l.Tokens) > 0 {
+		req.Header.Set("Authorization", "Bearer "+l.Tokens[i%len(l.Tokens)])
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return 0, err
+	}
+	return resp.StatusCode, nil
+}
+
+// Event returns a valid ingest body of about size bytes (a metadata pad fills it).
+func Event(i, size int) []byte {
+	head := fmt.Sprintf(`{"action":"load.event","actor":{"type":"user","id":"u%d"},"metadata":{"pad":"`, i%1000)
+	tail := `"}}`
+	pad := max(0, size-len(head)-len(tail))
+	return []byte(head + strings.Repeat("x", pad) + tail)
+}
+
+// Batch returns a /log/batch body of n events of about size bytes each.
+func Batch(i, n, size int) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"events":[`)
+	for j := range n {
+		if j > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(Event(i*n+j, size))
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}

@@ -1,0 +1,116 @@
+package loadtest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestRunCountsAcknowledgements: a run against a server that refuses every third
+// request counts acknowledged requests and events, errors, and stops at Count.
+func TestRunCountsAcknowledgements(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		if json.NewDecoder(r.Body).Decode(&body) != nil || r.Header.Get("Authorization") == "" {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		if n.Add(1)%3 == 0 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	res, err := Load{URL: srv.URL, Tokens: []string{"a", "b"}, C: 4, Count: 300, Duration: time.Minute,
+		Body: func(i int) ([]byte, int) { return Batch(i, 2, 100), 2 }}.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 200 || res.Events != 400 || res.Errors != 100 || res.FirstError != "status 503" {
+		t.Fatalf("result %+v, want 200 acknowledged, 400 events, 100 errors", res)
+	}
+	if res.P50 <= 0 || res.P99 < res.P50 {
+		t.Fatalf("latencies p50 %s p99 %s", res.P50, res.P99)
+	}
+}
+
+func TestLoopbackOnly(t *testing.T) {
+	for _, u := range []string{"http://10.0.0.1/x", "http://example.com/", "::"} {
+		if Loopback(u) == nil {
+			t.Errorf("%s accepted", u)
+		}
+		if _, err := (Load{URL: u, C: 1, Count: 1, Duration: time.Second}).Run(context.Background()); err == nil {
+			t.Errorf("Run against %s did not refuse", u)
+		}
+	}
+	if err := Loopback("http://127.0.0.1:8080/api/v1/log"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestEventSize(t *testing.T) {
+	for _, size := range []int{200, 1024, 4096} {
+		e := Event(7, size)
+		var v map[string]any
+		if len(e) != size || json.Unmarshal(e, &v) != nil {
+			t.Errorf("Event(%d): %d bytes, valid JSON %v", size, len(e), json.Unmarshal(e, &v) == nil)
+		}
+	}
+}
+
+// TestReadUsage: the process's own CPU time, read from /proc, grows while it works.
+func TestReadUsage(t *testing.T) {
+	u0, err := ReadUsage(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := 0
+	for range 1000 {
+		for range 1_000_000 {
+			x++
+		}
+		u1, err := ReadUsage(os.Getpid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := u1.Sub(u0); d.CPUMicros > 0 && d.WriteBytes >= 0 {
+			return
+		}
+	}
+	t.Fatalf("no CPU time counted after %d iterations", x)
+}
+
+// TestRunDrains: requests still in flight when the run's time is up are awaited and
+// counted as drained (or unfinished past Drain), not in the rates.
+func TestRunDrains(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") == "Bearer slow" {
+			<-release
+		}
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	defer close(release)
+	body := func(i int) ([]byte, int) { return Event(i, 100), 1 }
+	go func() { time.Sleep(300 * time.Millisecond); release <- struct{}{}; release <- struct{}{} }()
+	res, err := Load{URL: srv.URL, Tokens: []string{"slow"}, C: 2, Count: 2, Duration: 50 * time.Millisecond, Body: body}.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 0 || res.Drained != 2 || res.DrainedEvents != 2 || res.Unfinished != 0 || res.P50 <= 0 {
+		t.Fatalf("result %+v, want 2 drained", res)
+	}
+	res, err = Load{URL: srv.URL, Tokens: []string{"slow"}, C: 1, Count: 1, Duration: 10 * time.Millisecond,
+		Drain: 10 * time.Millisecond, Body: body}.Run(context.Background())
+	if err != nil || res.Unfinished != 1 || res.Drained != 0 {
+		t.Fatalf("result %+v, %v: want 1 unfinished", res, err)
+	}
+}

@@ -1,0 +1,74 @@
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat (100 on every
+// Linux architecture Go supports).
+const clockTicks = 100
+
+// Usage is a process's cumulative CPU time (µs) and bytes written to storage.
+type Usage struct {
+	CPUMicros  int64
+	WriteBytes int64
+}
+
+// Sub returns u - v.
+func (u Usage) Sub(v Usage) Usage {
+	return Usage{CPUMicros: u.CPUMicros - v.CPUMicros, WriteBytes: u.WriteBytes - v.WriteBytes}
+}
+
+// ReadUsage reads pid's utime+stime and write_bytes from /proc.
+func ReadUsage(pid int) (Usage, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return Usage{}, fmt.Errorf("loadtest: %w", err)
+	}
+	// The command name (field 2) may hold spaces; the fields after its ')' start at
+	// field 3 (state), so utime and stime (fields 14 and 15) are at 11 and 12.
+	rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+	f := strings.Fields(string(rest))
+	if len(f) < 13 {
+		return Usage{}, fmt.Errorf("loadtest: /proc/%d/stat has %d fields", pid, len(f))
+	}
+	ut, err1 := strconv.ParseInt(f[11], 10, 64)
+	st, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return Usage{}, fmt.Errorf("loadtest: /proc/%d/stat: bad utime/stime", pid)
+	}
+	u := Usage{CPUMicros: (ut + st) * 1_000_000 / clockTicks}
+	io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return Usage{}, fmt.Errorf("loadtest: %w", err)
+	}
+	for line := range strings.Lines(string(io)) {
+		if v, ok := strings.CutPrefix(line, "write_bytes:"); ok {
+			if u.WriteBytes, err = strconv.ParseInt(strings.TrimSpace(v), 10, 64); err != nil {
+				return Usage{}, fmt.Errorf("loadtest: /proc/%d/io: %w", pid, err)
+			}
+		}
+	}
+	return u, nil
+}
+
+// WALPosition returns PostgreSQL's current WAL insert position in bytes.
+func WALPosition(ctx context.Context, dsn string) (int64, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return 0, fmt.Errorf("loadtest: connect: %w", err)
+	}
+	defer conn.Close(ctx)
+	var n int64
+	if err := conn.QueryRow(ctx, "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint").Scan(&n); err != nil {
+		return 0, fmt.Errorf("loadtest: wal position: %w", err)
+	}
+	return n, nil
+}
