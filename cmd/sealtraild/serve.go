@@ -137,8 +137,8 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	api, err := httpapi.New(httpapi.Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: store,
 		OperatorToken: operatorToken, RateLimit: cfg.RateLimit, ReadRateLimit: cfg.ReadRateLimit,
 		AuthFailureLimit: cfg.AuthFailureLimit, WriteTimeout: ms(cfg.WriteTimeoutMS), MaxBatchEvents: cfg.MaxBatchEvents,
-		TrustProxyHeaders: cfg.TrustProxyHeaders,
-		Logger: logger, Registry: reg, Ready: func(ctx context.Context) error { return ready(ctx, cat, store) }})
+		TrustProxyHeaders: cfg.TrustProxyHeaders, Logger: logger, Registry: reg,
+		Ready: func(ctx context.Context) error { return ready(ctx, cat, store) }})
 	if err != nil {
 		return err
 	}
