@@ -37,6 +37,32 @@ function str(s: string): string {
   return JSON.stringify(s);
 }
 
+/**
+ * The range rule of docs/formats.md, as the Go library applies it: an integer literal
+ * beyond ±2^53 is out of range, and so is any literal whose exact decimal value has a
+ * magnitude above 2^53 and below 1e21, however it is spelled. The float decides every
+ * case but the two where it lands exactly on a bound; there the literal's digits do.
+ */
+function numberInRange(lit: string, integer: boolean, abs: number): boolean {
+  if (integer) return BigInt(lit.replace(/^-/, "")) <= BigInt(MAX_SAFE);
+  if (abs > MAX_SAFE && abs < 1e21) return false;
+  if (abs === MAX_SAFE) return compareDecimal(lit, 9007199254740992n, 0) <= 0;
+  if (abs === 1e21) return compareDecimal(lit, 1n, 21) >= 0;
+  return true;
+}
+
+/** The sign of |lit| - digits × 10^exp, exact (BigInt), for a JSON number literal. */
+function compareDecimal(lit: string, digits: bigint, exp: number): number {
+  const m = /^-?([0-9]+)(?:\.([0-9]+))?(?:[eE]([+-]?[0-9]+))?$/.exec(lit)!;
+  const frac = m[2] ?? "";
+  let a = BigInt(m[1]! + frac);
+  let b = digits;
+  const k = Number(m[3] ?? "0") - frac.length - exp; // |lit| = a × 10^(exp + k)
+  if (k >= 0) a *= 10n ** BigInt(k);
+  else b *= 10n ** BigInt(-k);
+  return a === b ? 0 : a > b ? 1 : -1;
+}
+
 /** The JCS (ECMAScript) form of a finite number, rejecting values Go would refuse. */
 export function canonicalNumber(f: number): string {
   if (!Number.isFinite(f)) throw new CanonError("non_finite", String(f));
@@ -255,7 +281,7 @@ class Parser {
     const f = Number(lit);
     if (!Number.isFinite(f)) throw new CanonError("non_finite", lit, start);
     const integer = m[2] === undefined && m[3] === undefined;
-    if (integer && BigInt(lit.replace(/^-/, "")) > BigInt(MAX_SAFE)) {
+    if (!numberInRange(lit, integer, Math.abs(f))) {
       throw new CanonError("integer_range", lit, start);
     }
     try {

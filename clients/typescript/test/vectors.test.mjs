@@ -11,8 +11,17 @@ const seedKey = (seed) => st.parsePrivateKey(seed);
 
 test("jcs.json: canonical forms", () => {
   for (const c of vec("jcs.json").cases) {
+    if (c.Rejected !== undefined) continue;
     assert.equal(st.canonicalizeJSON(c.Input), c.Canonical);
     assert.equal(st.canonicalize(JSON.parse(c.Input)), c.Canonical);
+  }
+});
+
+test("jcs.json: rejected inputs", () => {
+  const rejected = vec("jcs.json").cases.filter((c) => c.Rejected !== undefined);
+  assert.ok(rejected.length > 0);
+  for (const c of rejected) {
+    assert.throws(() => st.canonicalizeJSON(c.Input), (e) => e instanceof st.CanonError && e.kind === "integer_range", c.Input);
   }
 });
 
