@@ -17,14 +17,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/big"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/digitorus/timestamp"
+
+	"github.com/sealtrail/sealtrail/anchor/internal/peerhttp"
 )
 
 // AnchorType is the anchorType of the anchors this package produces.
@@ -125,46 +125,12 @@ func (p *Publisher) Publish(ctx context.Context, signedCheckpoint []byte) (strin
 
 // post sends one DER request and returns the DER response body.
 func (p *Publisher) post(ctx context.Context, tsq []byte) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(tsq))
-	if err != nil {
-		return nil, fmt.Errorf("tsa: request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/timestamp-query")
-	req.Header.Set("Accept", "application/timestamp-reply")
-	resp, err := p.client.Do(req)
+	status, body, err := peerhttp.Post(ctx, p.client, p.url, "application/timestamp-query", "application/timestamp-reply", tsq, maxResponse)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrTSA, err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: read response from %s: %w", ErrTSA, p.url, err)
-	}
-	if len(body) > maxResponse {
-		return nil, fmt.Errorf("%w: response from %s is over %d bytes", ErrTSA, p.url, maxResponse)
-	}
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated {
-		return nil, fmt.Errorf("%w: %s: HTTP %d: %s", ErrTSA, p.url, resp.StatusCode, snippet(body))
+	if status != http.StatusOK && status != http.StatusCreated {
+		return nil, fmt.Errorf("%w: %s: HTTP %d: %s", ErrTSA, p.url, status, peerhttp.Snippet(body))
 	}
 	return body, nil
-}
-
-// snippet is the start of an error body, printable, for an error message.
-func snippet(b []byte) string {
-	const max = 200
-	s := strings.ToValidUTF8(string(b), "?")
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.TrimSpace(s)
-	if len(s) > max {
-		s = s[:max] + "…"
-	}
-	if s == "" {
-		return "(empty body)"
-	}
-	return s
 }

@@ -122,6 +122,7 @@ func TestPublishVerify(t *testing.T) {
 			if !errors.Is(err, tsa.ErrVerify) {
 				t.Fatalf("Verify = %v, want ErrVerify", err)
 			}
+			t.Log(err)
 		})
 	}
 }

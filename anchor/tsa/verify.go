@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -101,7 +102,7 @@ func Verify(signedCheckpoint []byte, proof json.RawMessage, trust Trust) (time.T
 	if err := dec.Decode(&p); err != nil {
 		return time.Time{}, fmt.Errorf("%w: proof: %w", ErrVerify, err)
 	}
-	if dec.More() {
+	if err := dec.Decode(new(json.RawMessage)); err != io.EOF {
 		return time.Time{}, fmt.Errorf("%w: proof: data after the JSON object", ErrVerify)
 	}
 	if len(p.Token) == 0 {
