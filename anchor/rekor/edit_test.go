@@ -2,6 +2,8 @@ package rekor_test
 
 import (
 	"crypto"
+	"crypto/ed25519"
+	"crypto/rand"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -122,4 +124,10 @@ func flipNoteSig(t *testing.T, ipm map[string]any) {
 	}
 	b[len(b)-1] ^= 1
 	cp["envelope"] = env[:i+1] + base64.StdEncoding.EncodeToString(b) + "\n"
+}
+
+// newKeyPair is a fresh Ed25519 key pair, for tests without a *testing.T.
+func newKeyPair() (ed25519.PrivateKey, ed25519.PublicKey, error) {
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	return priv, pub, err
 }

@@ -189,7 +189,7 @@ func TestParseTrust(t *testing.T) {
 
 // otherChain is a PEM chain (leaf with the timeStamping usage, then its root) of a TSA
 // that is not the test's.
-func otherChain(t *testing.T) []byte {
+func otherChain(t testing.TB) []byte {
 	t.Helper()
 	rootKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
