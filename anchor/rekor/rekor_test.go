@@ -184,7 +184,19 @@ func TestPublishErrors(t *testing.T) {
 			t.Log(err)
 		})
 	}
-	pub, err := rekor.New(srv.URL, newKey(t), client)
+	// A log that accepts only ECDSA entries refuses the Ed25519ph one: a clear error.
+	ecOnly := testenv.Rekor(t, logKey, "--client-signing-algorithms=ecdsa-sha2-256-nistp256")
+	pub, err := rekor.New(ecOnly.URL, service, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err = pub.Publish(context.Background(), cp)
+	if !errors.Is(err, rekor.ErrRekor) || !strings.Contains(err.Error(), "HTTP 400") {
+		t.Fatalf("Publish to an ECDSA-only log = %v, want ErrRekor with HTTP 400", err)
+	}
+	t.Log(err)
+
+	pub, err = rekor.New(srv.URL, newKey(t), client)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,9 +30,10 @@ const RekorOrigin = "rekor.sealtrail.test"
 // Rekor starts rekor-tiles' POSIX server (installed as rekor-posix by
 // .ci/install.d/40-rekor-tiles.sh) on free loopback ports, with a fresh storage
 // directory and signer as its checkpoint key (Ed25519 or ECDSA; written to a PKCS#8
-// file), publishing a checkpoint every 200ms. It is stopped when the test ends.
-// Without the binary the test skips, or fails under CI=true.
-func Rekor(t testing.TB, signer crypto.Signer) RekorServer {
+// file), publishing a checkpoint every 200ms; extraArgs are added to its serve flags.
+// It is stopped when the test ends. Without the binary the test skips, or fails under
+// CI=true.
+func Rekor(t testing.TB, signer crypto.Signer, extraArgs ...string) RekorServer {
 	t.Helper()
 	bin := PeerBinary(t, "rekor-posix", ".ci/install.d/40-rekor-tiles.sh")
 	dir := t.TempDir()
@@ -59,6 +60,7 @@ func Rekor(t testing.TB, signer crypto.Signer) RekorServer {
 		"--checkpoint-interval=200ms",
 		"--log-level=warn",
 	}
+	args = append(args, extraArgs...)
 	addr := "127.0.0.1:" + strconv.Itoa(p[0])
 	dial := dialReady(addr)
 	StartPeer(t, "rekor", dir, bin, args, func(ctx context.Context) error {
