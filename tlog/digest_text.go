@@ -21,12 +21,12 @@ func DigestText(d *Digest, signed []byte) string {
 	line("Sealtrail digest of project %q (%s)", d.Name, d.ProjectID)
 	line("Period: %s, issued %s", d.Period, d.Issued)
 	if d.Previous == "" {
-		line("This is the project's first digest.")
+		line("This is the project's first digest. Since the project began:")
 	} else {
 		line("Since the previous digest (%s):", d.Previous)
-		for _, c := range d.Counts {
-			line("  %-14s %d new records", c.Stream+":", c.Count)
-		}
+	}
+	for _, c := range d.Counts {
+		line("  %-14s %d new records", c.Stream+":", c.Count)
 	}
 	line("")
 	line("Signed tree heads")
