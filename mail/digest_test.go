@@ -31,7 +31,7 @@ func TestPeriod(t *testing.T) {
 		{catalog.DigestDaily, time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC), "daily 2026-11-25"},
 		{catalog.DigestDaily, time.Date(2026, 11, 25, 1, 0, 0, 0, time.FixedZone("x", 3*3600)), "daily 2026-11-24"},
 		{catalog.DigestWeekly, time.Date(2026, 11, 29, 23, 0, 0, 0, time.UTC), "weekly 2026-W48"}, // Sunday
-		{catalog.DigestWeekly, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), "weekly 2026-W49"}, // Monday
+		{catalog.DigestWeekly, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), "weekly 2026-W49"},  // Monday
 		{catalog.DigestWeekly, time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC), "weekly 2026-W53"},
 		{catalog.DigestOff, time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC), ""},
 	} {
