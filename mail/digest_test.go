@@ -241,7 +241,7 @@ func testDigests(t *testing.T, kind string) {
 		t.Fatalf("the text does not say project_audit is not yet anchored:\n%s", text)
 	}
 	// An edited digest fails with exit 1.
-	edited := bytes.Replace(eml, []byte("events:        3 new records"), []byte("events:        0 new records"), 1)
+	edited := bytes.Replace(eml, []byte("events:        3 added"), []byte("events:        0 added"), 1)
 	if bytes.Equal(edited, eml) {
 		t.Fatalf("the count line is not in the raw message:\n%s", eml)
 	}

@@ -73,7 +73,8 @@ type Queue struct {
 	wake   chan struct{}
 }
 
-// NewQueue returns the queue over store, delivering with sender.
+// NewQueue returns the queue over store, delivering with sender. A nil sender makes a
+// queue that only accepts mail (Send), for a service without SMTP configured.
 func NewQueue(store Store, sender Sender, cfg QueueConfig) (*Queue, error) {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -179,6 +180,9 @@ func (q *Queue) Run(ctx context.Context) {
 // left; it returns how many were delivered. A failed delivery is rescheduled (or
 // given up) and does not stop the others.
 func (q *Queue) Drain(ctx context.Context) (int, error) {
+	if q.sender == nil {
+		return 0, errors.New("mail: the queue has no sender (SMTP is not configured)")
+	}
 	sent := 0
 	for {
 		msgs, err := q.store.ClaimMail(ctx, q.owner, q.cfg.Now(), q.cfg.Lease, q.cfg.Batch)

@@ -59,7 +59,7 @@ func TestDigestTampered(t *testing.T) {
 		pub  []byte
 		want error
 	}{
-		{"count edited in the text", strings.Replace(text, "4 new records", "0 new records", 1), pub, ErrDigestEdited},
+		{"count edited in the text", strings.Replace(text, "4 added", "0 added", 1), pub, ErrDigestEdited},
 		{"anchor edited in the text", strings.Replace(text, "not yet anchored", "anchored", 1), pub, ErrDigestEdited},
 		{"line added", strings.Replace(text, "Active legal holds\n", "Active legal holds\n  none\n", 1), pub, ErrDigestEdited},
 		{"count edited in the note", strings.Replace(text, "count events 4", "count events 5", 1), pub, ErrBadSignature},

@@ -26,7 +26,7 @@ func DigestText(d *Digest, signed []byte) string {
 		line("Since the previous digest (%s):", d.Previous)
 	}
 	for _, c := range d.Counts {
-		line("  %-14s %d new records", c.Stream+":", c.Count)
+		line("  %-14s %d added", c.Stream+":", c.Count)
 	}
 	line("")
 	line("Signed tree heads")

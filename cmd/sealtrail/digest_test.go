@@ -63,7 +63,7 @@ func TestCLIVerifyDigest(t *testing.T) {
 	good := write("good.eml", eml)
 	expect(t, sealtrail(t, nil, "verify", "digest", "--file", good, "--service-key", key), exitOK, "OK: digest signed by service key")
 
-	edited, key2 := digestEmail(t, func(s string) string { return strings.Replace(s, "3 new records", "0 new records", 1) })
+	edited, key2 := digestEmail(t, func(s string) string { return strings.Replace(s, "3 added", "0 added", 1) })
 	expect(t, sealtrail(t, nil, "verify", "digest", "--file", write("edited.eml", edited), "--service-key", key2),
 		exitTamper, "digest_text_edited")
 

@@ -34,6 +34,7 @@ type Mailpit struct {
 	SMTPAddr string
 	API      string // http://127.0.0.1:port
 	RootCAs  *x509.CertPool
+	CertFile string // the PEM certificate RootCAs holds, for a process to trust
 
 	t    testing.TB
 	args []string
@@ -66,7 +67,7 @@ func StartMailpit(t testing.TB, extra ...string) *Mailpit {
 	if err := os.WriteFile(auth, []byte(MailpitUser+":"+MailpitPassword+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	m := &Mailpit{SMTPAddr: freeAddr(t), RootCAs: pool, t: t}
+	m := &Mailpit{SMTPAddr: freeAddr(t), RootCAs: pool, CertFile: filepath.Join(dir, "cert.pem"), t: t}
 	api := freeAddr(t)
 	m.API = "http://" + api
 	m.args = append([]string{bin, "--smtp=" + m.SMTPAddr, "--listen=" + api, "--disable-version-check", "--quiet",
