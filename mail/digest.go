@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
@@ -230,8 +231,13 @@ func (d *Digester) latestAnchor(ctx context.Context, log catalog.LogID) (tlog.Di
 	}
 	for _, h := range heads {
 		if h.Anchor != nil {
+			// The type is one word of the note; the reference is quoted and may be anything.
+			typ := strings.Join(strings.Fields(h.Anchor.Type), "-")
+			if typ == "" || typ == "none" {
+				typ = "unknown"
+			}
 			return tlog.DigestAnchor{Stream: string(log.Stream), TreeSize: h.TreeSize, RootHash: tlog.Hex(h.RootHash),
-				AnchoredAt: tlog.FormatTime(h.Anchor.AnchoredAt), Type: h.Anchor.Type, Ref: h.Anchor.Ref}, nil
+				AnchoredAt: tlog.FormatTime(h.Anchor.AnchoredAt), Type: typ, Ref: h.Anchor.Ref}, nil
 		}
 	}
 	return tlog.DigestAnchor{Stream: string(log.Stream)}, nil

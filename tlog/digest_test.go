@@ -1,6 +1,7 @@
 package tlog
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"strings"
 	"testing"
@@ -93,4 +94,40 @@ func TestParseDigestStrict(t *testing.T) {
 			t.Errorf("parsed a malformed note:\n%s", bad)
 		}
 	}
+}
+
+// FuzzVerifyDigestText: hostile text never panics the verifier, and only text that
+// is exactly the rendering of a note signed by the key verifies.
+func FuzzVerifyDigestText(f *testing.F) {
+	priv := testKey(7)
+	pub := priv.Public().(ed25519.PublicKey)
+	h := STH{V: TreeHeadVersion, ProjectID: "prj_f", Stream: StreamEvents, TreeSize: 1, RootHash: strings.Repeat("00", 32),
+		Timestamp: "2026-11-24T00:00:00.000Z"}
+	if err := SignSTH(priv, &h); err != nil {
+		f.Fatal(err)
+	}
+	d := &Digest{Origin: DigestOrigin("fuzz.test", "prj_f"), ProjectID: "prj_f", Name: "f", Period: "daily 2026-11-24",
+		Issued: "2026-11-24T00:00:00.000Z", Heads: []STH{h}, Anchors: []DigestAnchor{{Stream: StreamEvents}},
+		Counts: []DigestCount{{StreamEvents, 1}}, Holds: []DigestHold{{ID: "h", MembershipRoot: "ab", Events: 1, CreatedAt: "x"}}}
+	signed, err := SignDigest(priv, d)
+	if err != nil {
+		f.Fatal(err)
+	}
+	good := DigestText(d, signed)
+	f.Add(good)
+	f.Add(strings.Replace(good, "1 added", "2 added", 1))
+	f.Add(digestBegin + "x\n" + digestEnd)
+	f.Add(digestBegin + d.Marshal() + "\n— fuzz.test/prj_f/digest AAAAAAAA\n" + digestEnd)
+	f.Fuzz(func(t *testing.T, text string) {
+		got, err := VerifyDigestText(pub, text)
+		if err != nil {
+			return
+		}
+		text = strings.ReplaceAll(text, "\r\n", "\n")
+		start := strings.Index(text, digestBegin)
+		again := DigestText(&got, []byte(text[start+len(digestBegin):strings.LastIndex(text, digestEnd)]))
+		if strings.TrimRight(text, "\n") != strings.TrimRight(again, "\n") {
+			t.Fatalf("verified a text that is not its facts' rendering: %q", text)
+		}
+	})
 }
