@@ -2,6 +2,7 @@ package mail
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -257,4 +258,50 @@ func emailBody(raw []byte) (string, error) {
 	}
 	b, err := io.ReadAll(quotedprintable.NewReader(msg.Body))
 	return string(b), err
+}
+
+// lostMark is a store whose MarkMailSent fails, as a replica that crashes (or loses
+// the catalog) right after the SMTP server accepted a message.
+type lostMark struct{ Store }
+
+func (lostMark) MarkMailSent(context.Context, string, string, time.Time) error {
+	return errors.New("catalog connection lost")
+}
+
+// TestQueueCrashAfterAccept is the documented duplicate window: the message was
+// accepted but not recorded as sent, so once the lease runs out another replica sends
+// it again, with the same Message-ID; recorded as sent, it is never sent again.
+func TestQueueCrashAfterAccept(t *testing.T) {
+	w := newWorld(t)
+	db := openSQLite(t)
+	crashing, err := NewQueue(lostMark{db}, w.smtp(), QueueConfig{Now: w.clock.Now, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := NewQueue(db, w.smtp(), QueueConfig{Now: w.clock.Now, Lease: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := crashing.Send(w.ctx, "ann@example.com", "link", "body\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crashing.Drain(w.ctx); err == nil {
+		t.Fatal("the lost mark was not reported")
+	}
+	waitMessages(t, w.pit, 1)
+	if n, _ := other.Drain(w.ctx); n != 0 {
+		t.Fatal("another replica sent the message while the lease ran")
+	}
+	w.clock.Set(w.clock.Now().Add(time.Minute))
+	if n, err := other.Drain(w.ctx); err != nil || n != 1 {
+		t.Fatalf("after the lease: %d, %v", n, err)
+	}
+	msgs := waitMessages(t, w.pit, 2)
+	if msgs[0].MessageID != msgs[1].MessageID {
+		t.Fatalf("the second delivery has another Message-ID: %q, %q", msgs[0].MessageID, msgs[1].MessageID)
+	}
+	w.clock.Set(w.clock.Now().Add(time.Hour))
+	if n, _ := other.Drain(w.ctx); n != 0 {
+		t.Fatal("a message recorded as sent was sent again")
+	}
 }
