@@ -165,6 +165,9 @@ func (d *Digester) maybeSend(ctx context.Context, st catalog.DigestState) (bool,
 	case err != nil:
 		return false, err
 	}
+	if d.queue != nil {
+		d.queue.m.digests.Inc()
+	}
 	d.cfg.Logger.InfoContext(ctx, "mail: digest queued", slog.String("project", st.ProjectID),
 		slog.String("period", period), slog.Int("recipients", len(msgs)))
 	return true, nil

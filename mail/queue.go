@@ -22,6 +22,8 @@ import (
 	"net/mail"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sealtrail/sealtrail/catalog"
 )
 
@@ -62,6 +64,8 @@ type QueueConfig struct {
 	MaxAge time.Duration
 	Now    func() time.Time
 	Logger *slog.Logger
+	// Registerer receives the package's metrics (none when nil).
+	Registerer prometheus.Registerer
 }
 
 // Queue is the outgoing mail queue of one replica.
@@ -71,6 +75,7 @@ type Queue struct {
 	cfg    QueueConfig
 	owner  string // this replica's lease owner name, random per process
 	wake   chan struct{}
+	m      *metrics
 }
 
 // NewQueue returns the queue over store, delivering with sender. A nil sender makes a
@@ -99,7 +104,8 @@ func NewQueue(store Store, sender Sender, cfg QueueConfig) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Queue{store: store, sender: sender, cfg: cfg, owner: owner, wake: make(chan struct{}, 1)}, nil
+	return &Queue{store: store, sender: sender, cfg: cfg, owner: owner, wake: make(chan struct{}, 1),
+		m: newMetrics(cfg.Registerer)}, nil
 }
 
 // newID returns prefix and 16 random bytes in hex.
@@ -215,6 +221,7 @@ func (q *Queue) deliver(ctx context.Context, m catalog.MailMessage) (bool, error
 	now := q.cfg.Now()
 	if err == nil {
 		if err := q.store.MarkMailSent(ctx, m.ID, q.owner, now); err != nil {
+			q.m.deliveries.WithLabelValues(resultUnsaved).Inc()
 			if errors.Is(err, catalog.ErrConflict) {
 				// The lease ran out during delivery and another replica took the
 				// message: it may be delivered twice (same Message-ID).
@@ -223,17 +230,20 @@ func (q *Queue) deliver(ctx context.Context, m catalog.MailMessage) (bool, error
 			}
 			return false, fmt.Errorf("mail: record %s sent: %w", m.ID, err)
 		}
+		q.m.deliveries.WithLabelValues(resultSent).Inc()
 		log.InfoContext(ctx, "mail: delivered")
 		return true, nil
 	}
 	var perm *PermanentError
 	if errors.As(err, &perm) || now.Sub(m.CreatedAt) >= q.cfg.MaxAge {
+		q.m.deliveries.WithLabelValues(resultFailed).Inc()
 		log.ErrorContext(ctx, "mail: giving up", slog.Any("err", err))
 		if ferr := q.store.FailMail(ctx, m.ID, q.owner, now, err.Error()); ferr != nil && !errors.Is(ferr, catalog.ErrConflict) {
 			return false, fmt.Errorf("mail: record %s failed: %w", m.ID, ferr)
 		}
 		return false, nil
 	}
+	q.m.deliveries.WithLabelValues(resultRetry).Inc()
 	next := now.Add(q.backoff(m.Attempts))
 	log.WarnContext(ctx, "mail: delivery failed; will retry", slog.Any("err", err), slog.Time("next", next))
 	if rerr := q.store.RetryMail(ctx, m.ID, q.owner, next, err.Error()); rerr != nil && !errors.Is(rerr, catalog.ErrConflict) {

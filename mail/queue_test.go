@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime/quotedprintable"
 	netmail "net/mail"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/catalog/sqlite"
@@ -108,7 +111,8 @@ func TestSMTPStartTLSAuth(t *testing.T) {
 func TestQueueSMTPDown(t *testing.T) {
 	w := newWorld(t)
 	db := openSQLite(t)
-	q, err := NewQueue(db, w.smtp(), QueueConfig{Now: w.clock.Now, Backoff: 30 * time.Second})
+	reg := prometheus.NewRegistry()
+	q, err := NewQueue(db, w.smtp(), QueueConfig{Now: w.clock.Now, Backoff: 30 * time.Second, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +139,21 @@ func TestQueueSMTPDown(t *testing.T) {
 		t.Fatalf("second drain = %d, %v; want 0", n, err)
 	}
 	waitMessages(t, w.pit, 1)
+	got := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "sealtrail_mail_deliveries_total" {
+			for _, m := range mf.GetMetric() {
+				got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	if want := map[string]float64{resultRetry: 2, resultSent: 1, resultFailed: 0, resultUnsaved: 0}; !maps.Equal(got, want) {
+		t.Errorf("sealtrail_mail_deliveries_total = %v, want %v", got, want)
+	}
 }
 
 // TestQueueGivesUp: a recipient the server refuses (5xx) is failed at once, and a

@@ -136,7 +136,7 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 		return err
 	}
 	ctl := control.New(cat, seq, logger)
-	_, stopMail, err := startMail(ctx, cfg, cat, seq, key, logger) // the queue: for the dashboard's sign-in links
+	_, stopMail, err := startMail(ctx, cfg, cat, seq, key, logger, reg) // the queue: for the dashboard's sign-in links
 	if err != nil {
 		return err
 	}

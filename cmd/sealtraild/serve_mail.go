@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sealtrail/sealtrail/internal/private"
 	"github.com/sealtrail/sealtrail/mail"
 )
@@ -24,7 +26,7 @@ type mailCatalog interface {
 // and, when SMTP is configured, starts delivering it and sending digests; stop ends
 // both and waits for them.
 func startMail(ctx context.Context, cfg Config, cat mailCatalog, trees mail.Trees, key ed25519.PrivateKey,
-	logger *slog.Logger) (q *mail.Queue, stop func(), err error) {
+	logger *slog.Logger, reg prometheus.Registerer) (q *mail.Queue, stop func(), err error) {
 	mc := cfg.Mail
 	var sender mail.Sender
 	if mc.SMTPAddr != "" {
@@ -32,7 +34,7 @@ func startMail(ctx context.Context, cfg Config, cat mailCatalog, trees mail.Tree
 			return nil, nil, err
 		}
 	}
-	q, err = mail.NewQueue(cat, sender, mail.QueueConfig{Poll: ms(mc.PollMS), Logger: logger})
+	q, err = mail.NewQueue(cat, sender, mail.QueueConfig{Poll: ms(mc.PollMS), Logger: logger, Registerer: reg})
 	if err != nil {
 		return nil, nil, err
 	}
