@@ -31,7 +31,7 @@ type MailMessage struct {
 // Limits on a queued message, so a row always fits an SMTP message.
 const (
 	MaxMailBody    = 1 << 20
-	MaxMailSubject = 998
+	MaxMailSubject = 512 // bytes; Compose folds an encoded subject, a plain one fits a line
 )
 
 // Validate checks a message before it is queued.

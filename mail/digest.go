@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/tiles"
@@ -149,7 +150,7 @@ func (d *Digester) maybeSend(ctx context.Context, st catalog.DigestState) (bool,
 		return false, err
 	}
 	body := tlog.DigestText(dg, signed)
-	subject := fmt.Sprintf("Sealtrail digest: %s, %s", dg.Name, period)
+	subject := fmt.Sprintf("Sealtrail digest: %s, %s", subjectName(dg.Name), period)
 	msgs := make([]catalog.MailMessage, 0, len(to))
 	for _, addr := range to {
 		m, err := NewMessage(addr, subject, body, now)
@@ -171,6 +172,21 @@ func (d *Digester) maybeSend(ctx context.Context, st catalog.DigestState) (bool,
 	d.cfg.Logger.InfoContext(ctx, "mail: digest queued", slog.String("project", st.ProjectID),
 		slog.String("period", period), slog.Int("recipients", len(msgs)))
 	return true, nil
+}
+
+// subjectName is a project name fit for a subject line: control characters become
+// spaces and it is cut to 60 characters.
+func subjectName(name string) string {
+	name = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, name)
+	if r := []rune(name); len(r) > 60 {
+		name = string(r[:59]) + "…"
+	}
+	return name
 }
 
 var digestStreams = [2]catalog.Stream{catalog.StreamEvents, catalog.StreamProjectAudit}

@@ -41,6 +41,19 @@ func TestPeriod(t *testing.T) {
 	}
 }
 
+func TestSubjectName(t *testing.T) {
+	for in, want := range map[string]string{
+		"Acme":                  "Acme",
+		"two\nlines\ttab":       "two lines tab",
+		strings.Repeat("ü", 61): strings.Repeat("ü", 59) + "…",
+		strings.Repeat("x", 60): strings.Repeat("x", 60),
+	} {
+		if got := subjectName(in); got != want {
+			t.Errorf("subjectName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 var (
 	cliOnce sync.Once
 	cliPath string

@@ -94,6 +94,17 @@ func TestSMTPStartTLSAuth(t *testing.T) {
 	if got := len(w.pit.Messages(t)); got != 1 {
 		t.Fatalf("mailpit holds %d messages after the refused deliveries, want 1", got)
 	}
+	// The longest subject, in a script that needs encoding, arrives whole.
+	long, err := NewMessage("ann@example.com", strings.Repeat("é", catalog.MaxMailSubject/2), "b\n", w.clock.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.smtp().Deliver(w.ctx, long); err != nil {
+		t.Fatal(err)
+	}
+	if msgs := waitMessages(t, w.pit, 2); msgs[0].Subject != long.Subject {
+		t.Fatalf("long subject arrived as %q", msgs[0].Subject)
+	}
 	for _, cfg := range []SMTPConfig{
 		{Addr: "no-port", From: "a@b.test"},
 		{Addr: "127.0.0.1:25", From: "Name <a@b.test>"},

@@ -160,7 +160,13 @@ func Compose(from string, m catalog.MailMessage) []byte {
 	hdr := func(k, v string) { b.WriteString(k + ": " + v + "\r\n") }
 	hdr("From", from)
 	hdr("To", m.To)
-	hdr("Subject", mime.QEncoding.Encode("utf-8", m.Subject))
+	// Encoded words each on their own folded line, so no header line nears the
+	// 998-byte limit whatever the subject's script.
+	subject := mime.QEncoding.Encode("utf-8", m.Subject)
+	if subject != m.Subject {
+		subject = strings.ReplaceAll(subject, "?= =?", "?=\r\n =?")
+	}
+	hdr("Subject", subject)
 	hdr("Date", m.CreatedAt.UTC().Format(time.RFC1123Z))
 	hdr("Message-ID", "<"+m.ID+"@"+domain+">")
 	hdr("MIME-Version", "1.0")

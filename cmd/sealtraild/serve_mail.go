@@ -39,7 +39,7 @@ func startMail(ctx context.Context, cfg Config, cat mailCatalog, trees mail.Tree
 		return nil, nil, err
 	}
 	if sender == nil {
-		logger.Warn("mail: no mail.smtpAddr configured; email is queued but not sent, and no digests are built")
+		logger.Info("mail: no mail.smtpAddr configured; email is queued but not sent, and no digests are built")
 		return q, func() {}, nil
 	}
 	d, err := mail.NewDigester(cat, trees, q, mail.DigestConfig{Origin: cfg.Origin, Key: key,
