@@ -75,6 +75,9 @@ type DigestState struct {
 	// reported, from which the next one counts.
 	LastEvents uint64
 	LastAudit  uint64
+	// RecipientCount is derived, never stored: how many members receive the digest now
+	// (DigestRecipients lists them).
+	RecipientCount int
 }
 
 // ValidSchedule reports whether s is a digest schedule.

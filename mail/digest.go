@@ -134,7 +134,7 @@ func (d *Digester) RunOnce(ctx context.Context) (int, error) {
 func (d *Digester) maybeSend(ctx context.Context, st catalog.DigestState) (bool, error) {
 	now := catalog.MS(d.cfg.Now())
 	period := Period(st.Schedule, now)
-	if period == "" || period == st.LastPeriod {
+	if period == "" || period == st.LastPeriod || st.RecipientCount == 0 {
 		return false, nil
 	}
 	to, err := d.cat.DigestRecipients(ctx, st.ProjectID)

@@ -185,6 +185,12 @@ func testDigestSettings(t *testing.T, db MailCatalog) {
 	if r, err := db.DigestRecipients(ctx, "prj_d1"); err != nil || !slices.Equal(r, []string{"a@example.com", "b@example.com"}) {
 		t.Fatalf("recipients = %v, %v", r, err)
 	}
+	if d, err := db.DigestState(ctx, "prj_d1"); err != nil || d.RecipientCount != 2 {
+		t.Fatalf("state.Recipients = %d, %v; want 2", d.RecipientCount, err)
+	}
+	if all, err := db.ListDigestStates(ctx, "", 10); err != nil || all[0].RecipientCount != 2 || all[1].RecipientCount != 0 {
+		t.Fatalf("listed recipients = %+v, %v", all, err)
+	}
 	if err := db.SetDigestOptIn(ctx, "prj_d1", "a@example.com", false, mailT0); err != nil {
 		t.Fatal(err)
 	}
@@ -200,6 +206,9 @@ func testDigestSettings(t *testing.T, db MailCatalog) {
 	}
 	if r, _ := db.DigestRecipients(ctx, "prj_d1"); len(r) != 0 {
 		t.Fatalf("a re-added member's old opt-in counted: %v", r)
+	}
+	if d, _ := db.DigestState(ctx, "prj_d1"); d.RecipientCount != 0 {
+		t.Fatalf("state.Recipients = %d after the opt-out and the removal", d.RecipientCount)
 	}
 	wantErr(t, "opt-in to an unknown project", db.SetDigestOptIn(ctx, "prj_nope", "a@example.com", true, mailT0), catalog.ErrNotFound)
 }

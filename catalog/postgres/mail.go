@@ -112,7 +112,9 @@ func (db *DB) Mail(ctx context.Context, id string) (catalog.MailMessage, error) 
 }
 
 const digestSelect = `SELECT p.id, COALESCE(d.schedule, 'daily'), d.updated_at, COALESCE(d.last_period, ''),
-	d.last_at, COALESCE(d.last_events, 0), COALESCE(d.last_audit, 0)
+	d.last_at, COALESCE(d.last_events, 0), COALESCE(d.last_audit, 0),
+	(SELECT count(*) FROM digest_optins o JOIN members m ON m.project_id = o.project_id AND m.email = o.email
+		WHERE o.project_id = p.id AND o.created_at >= m.created_at)
 	FROM projects p LEFT JOIN digests d ON d.project_id = p.id `
 
 func scanDigest(row scanner) (catalog.DigestState, error) {
@@ -120,10 +122,11 @@ func scanDigest(row scanner) (catalog.DigestState, error) {
 		d                   catalog.DigestState
 		updated, last       *time.Time
 		lastEvents, lastAud int64
+		recipients          int64
 	)
-	err := row.Scan(&d.ProjectID, &d.Schedule, &updated, &d.LastPeriod, &last, &lastEvents, &lastAud)
+	err := row.Scan(&d.ProjectID, &d.Schedule, &updated, &d.LastPeriod, &last, &lastEvents, &lastAud, &recipients)
 	d.UpdatedAt, d.LastAt = fromTZ(updated), fromTZ(last)
-	d.LastEvents, d.LastAudit = uint64(lastEvents), uint64(lastAud)
+	d.LastEvents, d.LastAudit, d.RecipientCount = uint64(lastEvents), uint64(lastAud), int(recipients)
 	return d, err
 }
 

@@ -115,7 +115,9 @@ func (db *DB) Mail(ctx context.Context, id string) (catalog.MailMessage, error) 
 }
 
 const digestSelect = `SELECT p.id, COALESCE(d.schedule, 'daily'), COALESCE(d.updated_ms, 0), COALESCE(d.last_period, ''),
-	COALESCE(d.last_ms, 0), COALESCE(d.last_events, 0), COALESCE(d.last_audit, 0)
+	COALESCE(d.last_ms, 0), COALESCE(d.last_events, 0), COALESCE(d.last_audit, 0),
+	(SELECT count(*) FROM digest_optins o JOIN members m ON m.project_id = o.project_id AND m.email = o.email
+		WHERE o.project_id = p.id AND o.created_ms >= m.created_ms)
 	FROM projects p LEFT JOIN digests d ON d.project_id = p.id `
 
 func scanDigest(row interface{ Scan(...any) error }) (catalog.DigestState, error) {
@@ -123,7 +125,7 @@ func scanDigest(row interface{ Scan(...any) error }) (catalog.DigestState, error
 		d             catalog.DigestState
 		updated, last int64
 	)
-	err := row.Scan(&d.ProjectID, &d.Schedule, &updated, &d.LastPeriod, &last, &d.LastEvents, &d.LastAudit)
+	err := row.Scan(&d.ProjectID, &d.Schedule, &updated, &d.LastPeriod, &last, &d.LastEvents, &d.LastAudit, &d.RecipientCount)
 	d.UpdatedAt, d.LastAt = catalog.FromUnixMS(updated), catalog.FromUnixMS(last)
 	return d, err
 }
