@@ -24,11 +24,6 @@ import (
 // replica), the sequencer over an in-memory object store, the control plane, and
 // mailpit as the SMTP server.
 
-type mailCatalog interface {
-	catalog.Catalog
-	catalog.MailStore
-}
-
 // clock is the fake time of a test, shared by its replicas.
 type clock struct {
 	mu sync.Mutex
@@ -49,7 +44,7 @@ func (c *clock) Set(t time.Time) {
 
 // replica is one service's mail side with the control plane that writes its settings.
 type replica struct {
-	db     mailCatalog
+	db     catalog.Catalog
 	seq    *sequencer.Sequencer
 	ctl    *control.Service
 	queue  *Queue
@@ -95,7 +90,7 @@ func (w *world) smtp() *SMTP {
 }
 
 // replica builds a replica on db, which may be shared with another replica.
-func (w *world) replica(db mailCatalog, store *mem.Store) *replica {
+func (w *world) replica(db catalog.Catalog, store *mem.Store) *replica {
 	t := w.t
 	t.Helper()
 	seq, err := sequencer.New(sequencer.Config{Catalog: db, Store: store, Keyring: keyring.New(db, w.kek, keyring.Options{}),

@@ -11,15 +11,9 @@ import (
 	"github.com/sealtrail/sealtrail/catalog"
 )
 
-// MailCatalog is a driver with the mail methods.
-type MailCatalog interface {
-	catalog.Catalog
-	catalog.MailStore
-}
-
 // TestMail is the conformance suite of catalog.MailStore. open returns two handles on
 // one fresh database, as two replicas would hold them.
-func TestMail(t *testing.T, open func(t *testing.T) (MailCatalog, MailCatalog)) {
+func TestMail(t *testing.T, open func(t *testing.T) (catalog.Catalog, catalog.Catalog)) {
 	t.Run("QueueLifecycle", func(t *testing.T) { a, _ := open(t); testMailLifecycle(t, a) })
 	t.Run("ClaimRace", func(t *testing.T) { a, b := open(t); testMailClaimRace(t, a, b) })
 	t.Run("DigestSettings", func(t *testing.T) { a, _ := open(t); testDigestSettings(t, a) })
@@ -28,7 +22,7 @@ func TestMail(t *testing.T, open func(t *testing.T) (MailCatalog, MailCatalog)) 
 
 var mailT0 = time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
 
-func testMailLifecycle(t *testing.T, db MailCatalog) {
+func testMailLifecycle(t *testing.T, db catalog.Catalog) {
 	ctx := ctxT(t)
 	bad := []catalog.MailMessage{
 		{ID: "", To: "a@example.com"},
@@ -104,7 +98,7 @@ func testMailLifecycle(t *testing.T, db MailCatalog) {
 
 // testMailClaimRace claims from two handles at once: every message is claimed
 // exactly once.
-func testMailClaimRace(t *testing.T, a, b MailCatalog) {
+func testMailClaimRace(t *testing.T, a, b catalog.Catalog) {
 	ctx := ctxT(t)
 	const n = 60
 	var msgs []catalog.MailMessage
@@ -119,7 +113,7 @@ func testMailClaimRace(t *testing.T, a, b MailCatalog) {
 		seen = map[string]string{}
 		wg   sync.WaitGroup
 	)
-	for w, db := range []MailCatalog{a, b, a, b} {
+	for w, db := range []catalog.Catalog{a, b, a, b} {
 		owner := fmt.Sprintf("w%d", w)
 		wg.Go(func() {
 			for {
@@ -148,7 +142,7 @@ func testMailClaimRace(t *testing.T, a, b MailCatalog) {
 	}
 }
 
-func testDigestSettings(t *testing.T, db MailCatalog) {
+func testDigestSettings(t *testing.T, db catalog.Catalog) {
 	ctx := ctxT(t)
 	createProjects(t, db, "prj_d1", "prj_d2")
 	d, err := db.DigestState(ctx, "prj_d1")
@@ -215,13 +209,13 @@ func testDigestSettings(t *testing.T, db MailCatalog) {
 
 // testCommitDigestOnce commits the same digest from two handles at once: one wins,
 // and only its messages are queued.
-func testCommitDigestOnce(t *testing.T, a, b MailCatalog) {
+func testCommitDigestOnce(t *testing.T, a, b catalog.Catalog) {
 	ctx := ctxT(t)
 	createProjects(t, a, "prj_once")
 	next := catalog.DigestState{ProjectID: "prj_once", LastPeriod: "daily 2026-11-24", LastAt: mailT0, LastEvents: 7, LastAudit: 2}
 	errs := make([]error, 2)
 	var wg sync.WaitGroup
-	for i, db := range []MailCatalog{a, b} {
+	for i, db := range []catalog.Catalog{a, b} {
 		wg.Go(func() {
 			msg := catalog.MailMessage{ID: fmt.Sprintf("mail_digest_%d", i), To: "a@example.com", Subject: "digest", Body: "b", CreatedAt: mailT0}
 			errs[i] = db.CommitDigest(ctx, "", next, []catalog.MailMessage{msg})

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"testing"
 
+	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/catalog/catalogtest"
 	"github.com/sealtrail/sealtrail/internal/testenv"
 )
@@ -10,7 +11,7 @@ import (
 // TestMail runs the mail conformance suite with two pools on one database, as two
 // replicas hold them.
 func TestMail(t *testing.T) {
-	catalogtest.TestMail(t, func(t *testing.T) (catalogtest.MailCatalog, catalogtest.MailCatalog) {
+	catalogtest.TestMail(t, func(t *testing.T) (catalog.Catalog, catalog.Catalog) {
 		dsn := testenv.PostgresDB(t)
 		return open(t, dsn), open(t, dsn)
 	})
