@@ -56,6 +56,8 @@ type Catalog interface {
 	ReleaseLegalHold(ctx context.Context, projectID, holdID string, at time.Time) (catalog.LegalHold, error)
 
 	EventsByID(ctx context.Context, log catalog.LogID, ids []string) (map[string]catalog.Event, error)
+
+	DigestCatalog
 }
 
 // Sequencer seals audit records.

@@ -43,6 +43,8 @@ commands:
   retention list --project P
   hold create --project P --event ID [--event ID...] [--reason TEXT]
   hold release --project P --hold H     hold list --project P
+  digest schedule --project P --schedule daily|weekly|off     digest show --project P
+  digest opt-in --project P --email E   digest opt-out --project P --email E
 `
 
 type adminClient struct {

@@ -68,6 +68,8 @@ type Config struct {
 	MaxHeaderBytes      int `json:"maxHeaderBytes"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `json:"logLevel"`
+	// Mail configures email: SMTP delivery and digests (config_mail.go).
+	Mail MailConfig `json:"mail"`
 }
 
 func defaultConfig() Config {
@@ -177,7 +179,7 @@ func (c *Config) resolve() error {
 	default:
 		return fmt.Errorf("config: logLevel %q must be debug, info, warn or error", c.LogLevel)
 	}
-	return nil
+	return c.Mail.resolve()
 }
 
 func (c *Config) maxAge() time.Duration { return ms(c.MaxAgeMS) }

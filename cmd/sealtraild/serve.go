@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/catalog/postgres"
 	"github.com/sealtrail/sealtrail/catalog/sqlite"
 	"github.com/sealtrail/sealtrail/control"
@@ -41,6 +42,7 @@ type db interface {
 	control.Catalog
 	httpapi.Catalog
 	keyring.Store
+	catalog.MailStore
 	Close()
 }
 
@@ -134,6 +136,11 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 		return err
 	}
 	ctl := control.New(cat, seq, logger)
+	_, stopMail, err := startMail(ctx, cfg, cat, seq, key, logger, reg) // the queue: for the dashboard's sign-in links
+	if err != nil {
+		return err
+	}
+	defer stopMail()
 	api, err := httpapi.New(httpapi.Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: store,
 		OperatorToken: operatorToken, RateLimit: cfg.RateLimit, ReadRateLimit: cfg.ReadRateLimit,
 		AuthFailureLimit: cfg.AuthFailureLimit, WriteTimeout: ms(cfg.WriteTimeoutMS), MaxBatchEvents: cfg.MaxBatchEvents,
