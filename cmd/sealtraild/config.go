@@ -68,6 +68,8 @@ type Config struct {
 	MaxHeaderBytes      int `json:"maxHeaderBytes"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `json:"logLevel"`
+	// Dashboard configures the web dashboard and its SMTP server (config_dashboard.go).
+	Dashboard DashboardConfig `json:"dashboard"`
 }
 
 func defaultConfig() Config {
@@ -177,7 +179,7 @@ func (c *Config) resolve() error {
 	default:
 		return fmt.Errorf("config: logLevel %q must be debug, info, warn or error", c.LogLevel)
 	}
-	return nil
+	return c.Dashboard.resolve()
 }
 
 func (c *Config) maxAge() time.Duration { return ms(c.MaxAgeMS) }
