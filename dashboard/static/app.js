@@ -90,7 +90,7 @@ async function loadHeads(node) {
   const tbody = el("tbody");
   table.append(tbody);
   node.append(table);
-  for (const stream of ["events", "project_audit"]) {
+  for (const stream of ["events", "project-audit"]) {
     try {
       const { sth, servicePublicKey } = await api("/root?stream=" + stream);
       const ok = await verifySigned(sth, servicePublicKey);
