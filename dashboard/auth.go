@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/mail"
 	"net/url"
@@ -119,6 +120,10 @@ func (s *Server) signInEmail(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusServiceUnavailable, "Sign-in by email is not configured on this server (no SMTP).")
 		return
 	}
+	if !s.links.allow(email, s.cfg.Now()) {
+		s.fail(w, r, http.StatusTooManyRequests, "Too many sign-in links were asked for this address; wait a few minutes and use the latest one.")
+		return
+	}
 	members, err := s.cfg.Store.MemberProjects(r.Context(), email)
 	if err != nil {
 		s.internal(w, r, "member projects", err)
@@ -193,6 +198,14 @@ func (s *Server) signInLink(w http.ResponseWriter, r *http.Request) {
 // signInOperator signs an operator in with the operator token.
 func (s *Server) signInOperator(w http.ResponseWriter, r *http.Request) {
 	if !s.readForm(w, r) {
+		return
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	if !s.operatorTries.allow(host, s.cfg.Now()) {
+		s.fail(w, r, http.StatusTooManyRequests, "Too many operator sign-in attempts from this address; wait a few minutes.")
 		return
 	}
 	token := strings.TrimSpace(r.PostForm.Get("token"))

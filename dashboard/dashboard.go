@@ -92,6 +92,9 @@ type Server struct {
 	static http.Handler
 	router http.Handler
 	secure bool
+	links  *linkLimit
+	// operatorTries bounds operator sign-in attempts per client address.
+	operatorTries *linkLimit
 }
 
 //go:embed templates/*.html
@@ -99,6 +102,14 @@ var templateFS embed.FS
 
 //go:embed static
 var staticFS embed.FS
+
+// LinksPerAddress is how many sign-in links one address may ask for per LinkTTL, per
+// replica.
+const LinksPerAddress = 5
+
+// OperatorTriesPerAddress is how many operator sign-ins one client address may try per
+// 15 minutes, per replica.
+const OperatorTriesPerAddress = 10
 
 // Prefix is where the dashboard is served.
 const Prefix = "/dashboard/"
@@ -133,8 +144,9 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: static files: %w", err)
 	}
-	s := &Server{cfg: cfg, pages: pages, secure: u.Scheme == "https",
-		static: http.StripPrefix(Prefix+"static/", http.FileServerFS(sub))}
+	s := &Server{cfg: cfg, pages: pages, secure: u.Scheme == "https", links: newLinkLimit(LinksPerAddress, cfg.LinkTTL),
+		operatorTries: newLinkLimit(OperatorTriesPerAddress, 15*time.Minute),
+		static:        http.StripPrefix(Prefix+"static/", http.FileServerFS(sub))}
 	s.router = s.routes()
 	return s, nil
 }

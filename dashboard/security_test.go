@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/dashboard"
 )
 
 // catalogKinds are the catalogs the security tests run on (PostgreSQL from
@@ -339,5 +340,36 @@ func TestCookieAttributes(t *testing.T) {
 	bad := s.client()
 	if code, body := bad.post("/dashboard/signin/operator", url.Values{"token": {"wrong"}}); code != http.StatusUnauthorized || bad.cookie() != "" {
 		t.Fatalf("a wrong operator token: %d %s", code, body)
+	}
+	// One sign-in and one wrong token so far; the rest of the budget, then 429, even
+	// with the right token.
+	for i := 2; i < dashboard.OperatorTriesPerAddress; i++ {
+		if code, _ := bad.post("/dashboard/signin/operator", url.Values{"token": {"wrong"}}); code != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d: %d", i, code)
+		}
+	}
+	if code, body := bad.post("/dashboard/signin/operator", url.Values{"token": {operatorToken}}); code != http.StatusTooManyRequests || bad.cookie() != "" {
+		t.Fatalf("operator sign-in over the limit: %d %s", code, body)
+	}
+}
+
+// TestLinkLimit: an address gets at most LinksPerAddress links per 15 minutes,
+// member or not, and again after the window.
+func TestLinkLimit(t *testing.T) {
+	s := newSite(t, "sqlite")
+	c := s.client()
+	for _, email := range []string{"alice@example.com", "nobody@example.com"} {
+		for i := range dashboard.LinksPerAddress {
+			if code, body := c.post("/dashboard/signin/email", url.Values{"email": {email}}); code != http.StatusOK {
+				t.Fatalf("%s link %d: %d %s", email, i, code, body)
+			}
+		}
+		if code, body := c.post("/dashboard/signin/email", url.Values{"email": {strings.ToUpper(email)}}); code != http.StatusTooManyRequests || !strings.Contains(body, `"error"`) {
+			t.Fatalf("%s over the limit: %d %s", email, code, body)
+		}
+	}
+	s.clock.advance(15 * time.Minute)
+	if code, body := c.post("/dashboard/signin/email", url.Values{"email": {"alice@example.com"}}); code != http.StatusOK {
+		t.Fatalf("after the window: %d %s", code, body)
 	}
 }

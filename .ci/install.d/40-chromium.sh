@@ -4,11 +4,11 @@
 # nothing when /usr/bin/chromium is already installed.
 set -euo pipefail
 if [ -x /usr/bin/chromium ]; then
-  echo "$(/usr/bin/chromium --version 2>/dev/null || echo chromium) already installed"
+  echo "chromium $(dpkg-query -W -f='${Version}' chromium 2>/dev/null) already installed"
   exit 0
 fi
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo=sudo
 $sudo apt-get update
 $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium
-/usr/bin/chromium --version
+echo "chromium $(dpkg-query -W -f='${Version}' chromium) installed"

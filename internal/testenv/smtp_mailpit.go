@@ -22,9 +22,9 @@ type MailpitServer struct {
 	API      string // http://host:port
 }
 
-// lookBinary finds a binary installed by .ci/install.d on PATH or in $GOPATH/bin (or
+// installedBinary finds a binary installed by .ci/install.d on PATH or in $GOPATH/bin (or
 // ~/go/bin); empty if missing.
-func lookBinary(name string) string {
+func installedBinary(name string) string {
 	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
@@ -44,8 +44,8 @@ func lookBinary(name string) string {
 	return ""
 }
 
-// missing skips the test for a missing binary, or fails it under CI=true.
-func missing(t testing.TB, what, install string) {
+// skipOrFailMissing skips the test for a missing binary, or fails it under CI=true.
+func skipOrFailMissing(t testing.TB, what, install string) {
 	t.Helper()
 	if InCI() {
 		t.Fatalf("%s is required under CI=true but is not installed (%s)", what, install)
@@ -53,8 +53,8 @@ func missing(t testing.TB, what, install string) {
 	t.Skipf("%s not installed (run %s)", what, install)
 }
 
-// freeAddr returns a free 127.0.0.1 port's address.
-func freeAddr(t testing.TB) string {
+// freeLoopbackAddr returns a free 127.0.0.1 port's address.
+func freeLoopbackAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -69,11 +69,11 @@ func freeAddr(t testing.TB) string {
 // fails under CI=true.
 func StartMailpit(t testing.TB) *MailpitServer {
 	t.Helper()
-	bin := lookBinary("mailpit")
+	bin := installedBinary("mailpit")
 	if bin == "" {
-		missing(t, "mailpit", ".ci/install.d/40-mailpit.sh")
+		skipOrFailMissing(t, "mailpit", ".ci/install.d/40-mailpit.sh")
 	}
-	smtpAddr, httpAddr := freeAddr(t), freeAddr(t)
+	smtpAddr, httpAddr := freeLoopbackAddr(t), freeLoopbackAddr(t)
 	cmd := exec.Command(bin, "--smtp="+smtpAddr, "--listen="+httpAddr, "--disable-version-check",
 		"--database="+filepath.Join(t.TempDir(), "mailpit.db"))
 	var out strings.Builder
@@ -154,7 +154,7 @@ func Chromium(t testing.TB) string {
 	t.Helper()
 	const path = "/usr/bin/chromium"
 	if st, err := os.Stat(path); err != nil || st.IsDir() {
-		missing(t, "chromium", ".ci/install.d/40-chromium.sh")
+		skipOrFailMissing(t, "chromium", ".ci/install.d/40-chromium.sh")
 	}
 	return path
 }
