@@ -202,6 +202,18 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("verify: %q", verdict)
 	}
 	b.shot("07-verify")
+	receipt := b.text("#receipt")
+	b.do("check the receipt", chromedp.SendKeys(chromedp.ID("receipt-input"), receipt), chromedp.Click(chromedp.ID("check-receipt")),
+		chromedp.WaitVisible(chromedp.CSS("#receipt-check.ok")))
+	tampered := strings.Replace(receipt, `"checkedCount": 6`, `"checkedCount": 7`, 1)
+	if tampered == receipt {
+		t.Fatalf("receipt without checkedCount 6: %s", receipt)
+	}
+	b.do("check an edited receipt", chromedp.SetValue(chromedp.ID("receipt-input"), tampered), chromedp.Click(chromedp.ID("check-receipt")),
+		chromedp.WaitVisible(chromedp.CSS("#receipt-check.bad")))
+	if msg := b.text("#receipt-check"); !strings.Contains(msg, "altered") {
+		t.Fatalf("edited receipt: %q", msg)
+	}
 
 	// Register a signing key: the page says unsigned events are now rejected, and they are.
 	pub, _, err := ed25519.GenerateKey(rand.Reader)

@@ -204,6 +204,24 @@ async function runVerify(stream) {
   }
 }
 
+// checkReceipt checks a pasted receipt's signature under this service's key (from a
+// signed head), and that it names this project.
+async function checkReceipt() {
+  const out = document.getElementById("receipt-check");
+  try {
+    let rec;
+    try { rec = JSON.parse(document.getElementById("receipt-input").value); } catch (e) { throw new Error("not JSON: " + e.message); }
+    if (!rec || typeof rec !== "object" || typeof rec.signature !== "string") throw new Error("not a receipt (no signature)");
+    const { servicePublicKey } = await api("/root?stream=events");
+    if (rec.servicePublicKey !== servicePublicKey) throw new Error("signed by another key (" + String(rec.servicePublicKey).slice(0, 16) + "…)");
+    if (rec.projectId !== document.body.dataset.project) throw new Error("the receipt is for project " + rec.projectId);
+    if (!(await verifySigned(rec, servicePublicKey))) throw new Error("the signature does not verify: the receipt was altered");
+    result(out, true, "Genuine: signed by this service; it says " + rec.stream + " was " + (rec.valid ? "valid" : "BROKEN") + " at size " + rec.treeSize + " (" + rec.verifiedAt + ").");
+  } catch (e) {
+    result(out, false, "Receipt check FAILED: " + e.message);
+  }
+}
+
 async function checkMembership(node) {
   const out = document.getElementById("membership-result");
   try {
@@ -222,6 +240,8 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const node of document.querySelectorAll("[data-load=heads]")) loadHeads(node);
   for (const node of document.querySelectorAll("[data-load=anchors]")) loadAnchors(node);
   eventBrowser();
+  const receipt = document.getElementById("check-receipt");
+  if (receipt) receipt.addEventListener("click", checkReceipt);
   const check = document.getElementById("check-proof");
   if (check) check.addEventListener("click", checkProof);
   for (const b of document.querySelectorAll("button.verify")) b.addEventListener("click", () => runVerify(b.dataset.stream));
