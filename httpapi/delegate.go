@@ -24,7 +24,7 @@ func (s *Server) ServeDelegated(w http.ResponseWriter, r *http.Request, key cata
 		writeError(w, http.StatusMethodNotAllowed, "Method not allowed")
 		return
 	}
-	if !strings.HasPrefix(path, "/") || key.ProjectID == "" {
+	if !strings.HasPrefix(path, "/") || strings.Contains(path, "..") || strings.Contains(path, "//") || key.ProjectID == "" {
 		writeError(w, http.StatusNotFound, "Not found")
 		return
 	}

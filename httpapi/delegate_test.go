@@ -42,6 +42,11 @@ func TestServeDelegated(t *testing.T) {
 	if code, body := serve(reader, http.MethodPost, "/log"); code != http.StatusMethodNotAllowed {
 		t.Fatalf("delegated POST /log: %d %s", code, body)
 	}
+	for _, path := range []string{"/../admin/v1/projects", "//events", "events"} {
+		if code, body := serve(reader, http.MethodGet, path); code != http.StatusNotFound {
+			t.Errorf("delegated %s: %d %s, want 404", path, code, body)
+		}
+	}
 	other := catalog.APIKey{ID: "dashboard", ProjectID: "prj_other", Scopes: []string{catalog.ScopeRead}}
 	if code, body := serve(other, http.MethodGet, "/events"); code != http.StatusOK || strings.Contains(body, `"doc.read"`) {
 		t.Fatalf("another project's delegated /events: %d %s", code, body)
