@@ -237,6 +237,14 @@ func apiKeyFrom(r *http.Request) catalog.APIKey {
 // the request body: a refused request's body is never read.
 func (s *Server) apiKey(scope string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if k, ok := delegatedKey(r); ok { // authenticated by the caller of ServeDelegated
+			if !k.HasScope(scope) {
+				s.refuse(w, r, http.StatusForbidden, "Your role does not allow "+scope)
+				return
+			}
+			next.ServeHTTP(w, r)
+			return
+		}
 		if s.authBlocked(w, r) {
 			return
 		}

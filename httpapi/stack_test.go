@@ -26,6 +26,7 @@ import (
 type stack struct {
 	t       *testing.T
 	h       http.Handler
+	srv     *Server
 	token   string
 	project string
 }
@@ -97,7 +98,7 @@ func newStack(t *testing.T, kind string, maxBatch int, maxAge time.Duration) *st
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &stack{t: t, h: s.Handler(), token: token, project: p.ID}
+	return &stack{t: t, h: s.Handler(), srv: s, token: token, project: p.ID}
 }
 
 // do sends a request with the stack's API key and returns the status and body. It is

@@ -139,16 +139,19 @@ func (db *DB) AddMember(ctx context.Context, m catalog.Member) (catalog.Member, 
 // ListMembers returns the project's members in email order.
 func (db *DB) ListMembers(ctx context.Context, projectID string) ([]catalog.Member, error) {
 	rows, err := db.pool.Query(ctx, `SELECT project_id, email, role, created_at FROM members WHERE project_id = $1 ORDER BY email`, projectID)
-	ms, err := collect(rows, err, func(row scanner) (catalog.Member, error) {
-		var m catalog.Member
-		err := row.Scan(&m.ProjectID, &m.Email, &m.Role, &m.CreatedAt)
-		m.CreatedAt = m.CreatedAt.UTC()
-		return m, err
-	})
+	ms, err := collect(rows, err, scanMember)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: list members: %w", err)
 	}
 	return ms, nil
+}
+
+// scanMember scans project_id, email, role, created_at.
+func scanMember(row scanner) (catalog.Member, error) {
+	var m catalog.Member
+	err := row.Scan(&m.ProjectID, &m.Email, &m.Role, &m.CreatedAt)
+	m.CreatedAt = m.CreatedAt.UTC()
+	return m, err
 }
 
 // RemoveMember deletes the membership, or returns catalog.ErrNotFound.

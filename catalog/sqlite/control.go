@@ -174,15 +174,18 @@ func (db *DB) ListMembers(ctx context.Context, projectID string) ([]catalog.Memb
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list members: %w", err)
 	}
-	return collect(rows, func(row interface{ Scan(...any) error }) (catalog.Member, error) {
-		var (
-			m       catalog.Member
-			created int64
-		)
-		err := row.Scan(&m.ProjectID, &m.Email, &m.Role, &created)
-		m.CreatedAt = catalog.FromUnixMS(created)
-		return m, err
-	})
+	return collect(rows, scanMember)
+}
+
+// scanMember scans project_id, email, role, created_ms.
+func scanMember(row interface{ Scan(...any) error }) (catalog.Member, error) {
+	var (
+		m       catalog.Member
+		created int64
+	)
+	err := row.Scan(&m.ProjectID, &m.Email, &m.Role, &created)
+	m.CreatedAt = catalog.FromUnixMS(created)
+	return m, err
 }
 
 // RemoveMember deletes the membership, or returns catalog.ErrNotFound.

@@ -70,6 +70,8 @@ type Config struct {
 	LogLevel string `json:"logLevel"`
 	// Mail configures email: SMTP delivery and digests (config_mail.go).
 	Mail MailConfig `json:"mail"`
+	// Dashboard configures the web dashboard and its SMTP server (config_dashboard.go).
+	Dashboard DashboardConfig `json:"dashboard"`
 }
 
 func defaultConfig() Config {
@@ -179,7 +181,10 @@ func (c *Config) resolve() error {
 	default:
 		return fmt.Errorf("config: logLevel %q must be debug, info, warn or error", c.LogLevel)
 	}
-	return c.Mail.resolve()
+	if err := c.Mail.resolve(); err != nil {
+		return err
+	}
+	return c.Dashboard.resolve()
 }
 
 func (c *Config) maxAge() time.Duration { return ms(c.MaxAgeMS) }

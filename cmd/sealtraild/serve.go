@@ -27,6 +27,7 @@ import (
 	"github.com/sealtrail/sealtrail/catalog/postgres"
 	"github.com/sealtrail/sealtrail/catalog/sqlite"
 	"github.com/sealtrail/sealtrail/control"
+	"github.com/sealtrail/sealtrail/dashboard"
 	"github.com/sealtrail/sealtrail/httpapi"
 	"github.com/sealtrail/sealtrail/internal/private"
 	"github.com/sealtrail/sealtrail/keyring"
@@ -43,6 +44,7 @@ type db interface {
 	httpapi.Catalog
 	keyring.Store
 	catalog.MailStore
+	dashboard.Store
 	Close()
 }
 
@@ -153,15 +155,20 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := httpServer(cfg, api.Handler(), logger)
+	base := "http://" + ln.Addr().String()
+	handler, err := withDashboard(&cfg, base, api, ctl, cat, operatorToken, logger)
+	if err != nil {
+		return err
+	}
+	srv := httpServer(cfg, handler, logger)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	base := "http://" + ln.Addr().String()
 	logger.Info("sealtraild serving", "addr", base, "catalog", redact(cfg.Catalog), "store", cfg.Store, "origin", cfg.Origin)
 	if dev {
 		if err := devSetup(ctx, ctl, cfg, base, operatorToken, key, stdout); err != nil {
 			logger.Error("dev set-up failed", "err", err)
 		}
+		printDashboard(stdout, cfg)
 	}
 
 	select {
