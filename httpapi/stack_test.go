@@ -17,6 +17,7 @@ import (
 	"github.com/sealtrail/sealtrail/internal/testenv"
 	"github.com/sealtrail/sealtrail/keyring"
 	"github.com/sealtrail/sealtrail/sequencer"
+	"github.com/sealtrail/sealtrail/siem"
 	"github.com/sealtrail/sealtrail/tiles/mem"
 	"github.com/sealtrail/sealtrail/tlog"
 )
@@ -93,7 +94,7 @@ func newStack(t *testing.T, kind string, maxBatch int, maxAge time.Duration) *st
 		t.Fatal(err)
 	}
 	s, err := New(Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: mem.New(),
-		OperatorToken: stackOperatorToken})
+		OperatorToken: stackOperatorToken, SIEM: siem.NewAdmin(cat.(catalog.SIEMCatalog), ctl, seq)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,8 @@ type AdminCatalog interface {
 // Auditor records control-plane changes in a project's project_audit stream
 // (*control.Service).
 type Auditor interface {
+	// Project returns the project, control.ErrNotFound if there is none.
+	Project(ctx context.Context, id string) (catalog.Project, error)
 	Audited(ctx context.Context, actor control.Actor, projectID string, c control.Change, apply func() error) error
 }
 
@@ -120,8 +122,11 @@ func (a *Admin) Create(ctx context.Context, actor control.Actor, projectID strin
 	if spec.Name == "" || utf8.RuneCountInString(spec.Name) > 128 || !utf8.ValidString(spec.Name) || strings.ContainsRune(spec.Name, 0) {
 		return Status{}, "", invalid("name must be 1 to 128 characters")
 	}
-	if spec.Stream == "" {
+	switch spec.Stream {
+	case "":
 		spec.Stream = string(catalog.StreamEvents)
+	case "project-audit": // the spelling of the public API's stream parameter
+		spec.Stream = string(catalog.StreamProjectAudit)
 	}
 	if !catalog.Stream(spec.Stream).Valid() {
 		return Status{}, "", invalid("stream %q must be events or project_audit", spec.Stream)
@@ -184,6 +189,9 @@ func settingsTarget(kind string, s Settings) string {
 
 // Get returns one destination of the project.
 func (a *Admin) Get(ctx context.Context, projectID, id string) (Status, error) {
+	if _, err := a.audit.Project(ctx, projectID); err != nil {
+		return Status{}, err
+	}
 	d, err := a.cat.Destination(ctx, projectID, id)
 	if err != nil {
 		return Status{}, mapErr(err, "destination "+id+" in project "+projectID)
@@ -193,6 +201,9 @@ func (a *Admin) Get(ctx context.Context, projectID, id string) (Status, error) {
 
 // List returns the project's destinations.
 func (a *Admin) List(ctx context.Context, projectID string) ([]Status, error) {
+	if _, err := a.audit.Project(ctx, projectID); err != nil {
+		return nil, err
+	}
 	ds, err := a.cat.ListDestinations(ctx, projectID)
 	if err != nil {
 		return nil, mapErr(err, "destinations")
@@ -206,6 +217,9 @@ func (a *Admin) List(ctx context.Context, projectID string) ([]Status, error) {
 
 // Delete removes a destination; its cursor goes with it.
 func (a *Admin) Delete(ctx context.Context, actor control.Actor, projectID, id string) error {
+	if _, err := a.audit.Project(ctx, projectID); err != nil {
+		return err
+	}
 	d, err := a.cat.Destination(ctx, projectID, id)
 	if err != nil {
 		return mapErr(err, "destination "+id+" in project "+projectID)
@@ -222,6 +236,9 @@ func (a *Admin) Delete(ctx context.Context, actor control.Actor, projectID, id s
 func (a *Admin) SetState(ctx context.Context, actor control.Actor, projectID, id string, state catalog.DestState) (Status, error) {
 	if state != catalog.DestActive && state != catalog.DestPaused {
 		return Status{}, invalid("state %q must be active or paused", state)
+	}
+	if _, err := a.audit.Project(ctx, projectID); err != nil {
+		return Status{}, err
 	}
 	d, err := a.cat.Destination(ctx, projectID, id)
 	if err != nil {

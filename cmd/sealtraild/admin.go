@@ -43,6 +43,12 @@ commands:
   retention list --project P
   hold create --project P --event ID [--event ID...] [--reason TEXT]
   hold release --project P --hold H     hold list --project P
+  siem create --project P --name N --kind syslog|hec|webhook [--format ocsf|cef|json]
+      [--stream events|project_audit] [--from start|now] [--address HOST:PORT] [--hostname H]
+      [--url URL] [--token T] [--index I] [--source-type S] [--secret whsec_...]
+      [--ca-cert FILE] [--server-name NAME]
+  siem list --project P                 siem get --project P --destination D
+  siem pause|resume|delete --project P --destination D   (resume also retries a dead letter)
 `
 
 type adminClient struct {
