@@ -3,6 +3,7 @@ package siem
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -371,4 +372,51 @@ func TestOneRunnerPerDestination(t *testing.T) {
 	got.waitFor(t, 240)
 	got.checkOrder(t, 240, true)
 	s.waitCursor(st.ID, 240)
+}
+
+// lossyCatalog fails the cursor moves named by fail after the receiver took the
+// batch, as a crash between delivery and the cursor's commit would.
+type lossyCatalog struct {
+	RunnerCatalog
+	n    atomic.Int64
+	fail func(n int64) bool
+}
+
+func (c *lossyCatalog) AdvanceDestination(ctx context.Context, id, owner string, from, to uint64, now time.Time) error {
+	if c.fail(c.n.Add(1)) {
+		return errors.New("injected: the cursor was not committed")
+	}
+	return c.RunnerCatalog.AdvanceDestination(ctx, id, owner, from, to, now)
+}
+
+// TestResendWhenCursorLost: a batch delivered whose cursor move is lost is delivered
+// again (at least once), and delivery goes on from there in order, without a gap.
+func TestResendWhenCursorLost(t *testing.T) {
+	s := newStack(t)
+	s.seal(100)
+	var secret atomic.Value
+	srv, got := webhookReceiver(t, &secret, func(int64) int { return 0 })
+	st, sec, err := s.admin.Create(s.ctx, operator, s.project, Spec{Name: "soc", Kind: KindWebhook, Format: FormatJSON,
+		Settings: Settings{URL: srv.URL, CACert: caPEM(srv)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret.Store(sec)
+	lossy := &lossyCatalog{RunnerCatalog: s.db, fail: func(n int64) bool { return n == 2 || n == 3 }}
+	s.runner("r1", func(c *RunnerConfig) { c.Catalog = lossy })
+	got.waitFor(t, 100)
+	s.waitCursor(st.ID, 100)
+	got.checkOrder(t, 100, false)
+	got.mu.Lock()
+	defer got.mu.Unlock()
+	// Batches of 40: 1-40, 41-80 (lost), 41-80 (lost), 41-80, 81-100.
+	want := [][2]uint64{{1, 40}, {41, 80}, {41, 80}, {41, 80}, {81, 100}}
+	if len(got.batches) != len(want) {
+		t.Fatalf("batches %v", got.batches)
+	}
+	for i, b := range got.batches {
+		if b[0] != want[i][0] || b[len(b)-1] != want[i][1] {
+			t.Fatalf("batch %d is %d-%d, want %d-%d", i, b[0], b[len(b)-1], want[i][0], want[i][1])
+		}
+	}
 }
