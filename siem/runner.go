@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/sequencer"
 	"github.com/sealtrail/sealtrail/tiles"
@@ -56,14 +58,17 @@ type RunnerConfig struct {
 	// 2^(attempt-1), at most max, with jitter (defaults 500 ms and 10 s).
 	BackoffBase, BackoffMax time.Duration
 	Logger                  *slog.Logger
+	// Registerer receives the runner's metrics (metrics.go); nil registers none.
+	Registerer prometheus.Registerer
 }
 
 // Runner delivers every active destination it holds the lease of, each in its own
 // goroutine, in sequence order from the destination's cursor. A replica runs one
 // Runner; the catalog lease keeps one delivering runner per destination.
 type Runner struct {
-	cfg RunnerConfig
-	now func() time.Time
+	cfg     RunnerConfig
+	now     func() time.Time
+	metrics *metrics
 
 	mu      sync.Mutex
 	running map[string]bool // destination ids with a delivering goroutine
@@ -100,7 +105,16 @@ func NewRunner(cfg RunnerConfig) (*Runner, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Runner{cfg: cfg, now: time.Now, running: map[string]bool{}}, nil
+	r := &Runner{cfg: cfg, now: time.Now, running: map[string]bool{}}
+	r.metrics = newMetrics(r, cfg.Registerer)
+	return r, nil
+}
+
+// delivering is the number of destinations with a delivering goroutine here.
+func (r *Runner) delivering() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.running)
 }
 
 // Run delivers until ctx ends, then waits for the delivering goroutines to stop.
@@ -249,6 +263,7 @@ func (r *Runner) once(ctx context.Context, d *catalog.Destination, snd sender) (
 	if err != nil {
 		return false, err
 	}
+	r.metrics.delivered.WithLabelValues(d.Kind).Add(float64(len(seqs)))
 	// Delivered: only now does the cursor move, so a crash before this line resends
 	// the batch (at least once), and never skips it.
 	if err := r.cfg.Catalog.AdvanceDestination(ctx, d.ID, r.cfg.Owner, d.Cursor, last, r.now()); err != nil {
@@ -262,11 +277,13 @@ func (r *Runner) once(ctx context.Context, d *catalog.Destination, snd sender) (
 // dead-lettered.
 func (r *Runner) fail(ctx context.Context, log *slog.Logger, d *catalog.Destination, attempts int, cause error) bool {
 	dead := attempts >= r.cfg.MaxAttempts
+	r.metrics.failures.WithLabelValues(d.Kind).Inc()
 	if err := r.cfg.Catalog.FailDestination(ctx, d.ID, r.cfg.Owner, attempts, cause.Error(), dead, r.now()); err != nil {
 		log.WarnContext(ctx, "siem: record failure", "err", err)
 		return true
 	}
 	if dead {
+		r.metrics.deadLetter.WithLabelValues(d.Kind).Inc()
 		log.ErrorContext(ctx, "siem: destination dead-lettered; resume it once the receiver is fixed",
 			"attempts", attempts, "cursor", d.Cursor, "err", cause)
 	} else {

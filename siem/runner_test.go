@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/sealtrail/sealtrail/catalog"
@@ -281,7 +282,8 @@ func TestDeadLetterAndResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret.Store(sec)
-	s.runner("r1", func(c *RunnerConfig) { c.MaxAttempts = 3 })
+	reg := prometheus.NewRegistry()
+	s.runner("r1", func(c *RunnerConfig) { c.MaxAttempts = 3; c.Registerer = reg })
 	var d Status
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if d, err = s.admin.Get(s.ctx, s.project, st.ID); err != nil {
@@ -300,12 +302,37 @@ func TestDeadLetterAndResume(t *testing.T) {
 	if _, err := s.admin.SetState(s.ctx, operator, s.project, st.ID, catalog.DestDeadLetter); !errors.Is(err, control.ErrInvalid) {
 		t.Fatalf("setting dead_letter by hand: %v", err)
 	}
+	if f, dl := metric(t, reg, "sealtrail_siem_delivery_failures_total"), metric(t, reg, "sealtrail_siem_dead_letters_total"); f != 3 || dl != 1 {
+		t.Fatalf("metrics: %v failures, %v dead letters", f, dl)
+	}
 	broken.Store(false)
 	if _, err := s.admin.SetState(s.ctx, operator, s.project, st.ID, catalog.DestActive); err != nil {
 		t.Fatal(err)
 	}
 	got.waitFor(t, 10)
 	got.checkOrder(t, 10, true)
+	s.waitCursor(st.ID, 10)
+	if n := metric(t, reg, "sealtrail_siem_events_delivered_total"); n != 10 {
+		t.Fatalf("metrics: %v events delivered", n)
+	}
+}
+
+// metric sums the samples of the counter name in reg.
+func metric(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }
 
 // TestRestartResumes stops a runner in the middle of a backlog, as a crash would, and

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/control"
 	"github.com/sealtrail/sealtrail/siem"
@@ -14,7 +16,7 @@ import (
 // startSIEM returns the operator side of SIEM streaming and starts this replica's
 // runner (unless disabled); stop ends the runner and waits for it, before the
 // sequencer closes.
-func startSIEM(cfg Config, cat db, src siem.Source, ctl *control.Service, logger *slog.Logger) (*siem.Admin, func(), error) {
+func startSIEM(cfg Config, cat db, src siem.Source, ctl *control.Service, logger *slog.Logger, reg prometheus.Registerer) (*siem.Admin, func(), error) {
 	sc, ok := cat.(catalog.SIEMCatalog)
 	if !ok {
 		return nil, nil, fmt.Errorf("catalog %T has no SIEM destinations", cat)
@@ -25,7 +27,7 @@ func startSIEM(cfg Config, cat db, src siem.Source, ctl *control.Service, logger
 	}
 	r, err := siem.NewRunner(siem.RunnerConfig{Catalog: sc, Source: src, Poll: ms(cfg.SIEMPollMS),
 		LeaseTTL: ms(cfg.SIEMLeaseTTLMS), BatchSize: cfg.SIEMBatchSize, MaxAttempts: cfg.SIEMMaxAttempts,
-		BackoffMax: ms(cfg.SIEMBackoffMaxMS), Logger: logger})
+		BackoffMax: ms(cfg.SIEMBackoffMaxMS), Logger: logger, Registerer: reg})
 	if err != nil {
 		return nil, nil, err
 	}
