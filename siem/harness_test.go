@@ -2,7 +2,6 @@ package siem
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/pem"
 	"fmt"
 	"net/http/httptest"
@@ -15,9 +14,8 @@ import (
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/catalog/sqlite"
 	"github.com/sealtrail/sealtrail/control"
-	"github.com/sealtrail/sealtrail/keyring"
+	"github.com/sealtrail/sealtrail/internal/stacktest"
 	"github.com/sealtrail/sealtrail/sequencer"
-	"github.com/sealtrail/sealtrail/tiles/mem"
 	"github.com/sealtrail/sealtrail/tlog"
 )
 
@@ -45,28 +43,7 @@ func newStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	kekBytes := make([]byte, 32)
-	_, _ = rand.Read(kekBytes)
-	kek, err := keyring.NewFileKEK(kekBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, key, err := tlog.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seq, err := sequencer.New(sequencer.Config{Catalog: db, Store: mem.New(), Keyring: keyring.New(db, kek, keyring.Options{}),
-		Origin: "siem.test", Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := seq.Close(ctx); err != nil {
-			t.Errorf("close sequencer: %v", err)
-		}
-	})
+	seq, _ := stacktest.Sequencer(t, db, "siem.test", nil)
 	s := &stack{t: t, ctx: ctx, db: db, seq: seq, ctl: control.New(db, seq, nil)}
 	s.admin = NewAdmin(db, s.ctl, seq)
 	p, err := s.ctl.CreateProject(ctx, operator, "siem")
