@@ -175,7 +175,8 @@ func (r *Runner) deliver(ctx context.Context, d catalog.Destination) {
 	}()
 	for ctx.Err() == nil {
 		var err error
-		d, err = r.cfg.Catalog.LeaseDestination(ctx, d.ID, r.cfg.Owner, r.now(), r.cfg.LeaseTTL)
+		leasedAt := r.now()
+		d, err = r.cfg.Catalog.LeaseDestination(ctx, d.ID, r.cfg.Owner, leasedAt, r.cfg.LeaseTTL)
 		if err != nil {
 			if !errors.Is(err, catalog.ErrConflict) && ctx.Err() == nil {
 				log.WarnContext(ctx, "siem: lease", "err", err)
@@ -196,7 +197,9 @@ func (r *Runner) deliver(ctx context.Context, d catalog.Destination) {
 				return
 			}
 		}
-		sent, err := r.once(ctx, &d, snd)
+		// The attempt must end well inside the lease, so that no other runner can
+		// take the destination over while this one is still sending.
+		sent, err := r.once(ctx, &d, snd, leasedAt.Add(r.cfg.LeaseTTL*8/10))
 		switch {
 		case err == nil && sent:
 			attempts = 0
@@ -224,7 +227,8 @@ func (r *Runner) deliver(ctx context.Context, d catalog.Destination) {
 var errNotDelivery = errors.New("siem: reading the log")
 
 // once delivers the next batch after d's cursor, if any, and advances the cursor.
-func (r *Runner) once(ctx context.Context, d *catalog.Destination, snd sender) (sent bool, err error) {
+// The send must finish by deadline.
+func (r *Runner) once(ctx context.Context, d *catalog.Destination, snd sender, deadline time.Time) (sent bool, err error) {
 	tree, err := r.cfg.Source.Materialize(ctx, d.Log())
 	if err != nil {
 		return false, fmt.Errorf("%w: %w", errNotDelivery, err)
@@ -257,7 +261,7 @@ func (r *Runner) once(ctx context.Context, d *catalog.Destination, snd sender) (
 	if len(b.events) != len(seqs) || b.first() != seqs[0] || b.last() != last {
 		return false, fmt.Errorf("%w: read %d events for %d sequences", errNotDelivery, len(b.events), len(seqs))
 	}
-	sctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	sctx, cancel := context.WithDeadline(ctx, deadline)
 	err = snd.Send(sctx, b)
 	cancel()
 	if err != nil {
