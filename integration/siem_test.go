@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -32,6 +33,12 @@ func TestSIEMSyslogAcrossKill(t *testing.T) {
 		caFile := filepath.Join(t.TempDir(), "ca.pem")
 		if err := os.WriteFile(caFile, []byte(rs.CAPEM), 0o600); err != nil {
 			t.Fatal(err)
+		}
+		if r := s.admin("ops", "siem", "create", "--project", p.id, "--name", "x"); r.code != 2 || !strings.Contains(r.stderr, "--kind") {
+			t.Fatalf("siem create without --kind: exit %d: %s", r.code, r.stderr)
+		}
+		if r := s.admin("ops", "siem", "create", "--project", p.id, "--name", "x", "--kind", "syslog", "--address", "nowhere"); r.code != 1 || !strings.Contains(r.stderr, "HTTP 400") {
+			t.Fatalf("siem create with a bad address: exit %d: %s", r.code, r.stderr)
 		}
 		out := s.mustCLI("ops", "siem", "create", "--project", p.id, "--name", "rsyslog", "--kind", "syslog",
 			"--format", "ocsf", "--address", rs.Addr, "--ca-cert", caFile, "--hostname", "sealtrail-it")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/control"
+	"github.com/sealtrail/sealtrail/tlog"
 )
 
 // AdminCatalog is the part of the catalog the operator side uses.
@@ -84,9 +85,9 @@ func StatusOf(d catalog.Destination) Status {
 	s, _ := decodeSettings(d.Config)
 	out := Status{ID: d.ID, ProjectID: d.ProjectID, Stream: string(d.Stream), Name: d.Name, Kind: d.Kind,
 		Format: d.Format, Settings: s.Redacted(), State: string(d.State), Cursor: d.Cursor, Attempts: d.Attempts,
-		LastError: d.LastError, CreatedAt: fmtTime(d.CreatedAt), UpdatedAt: fmtTime(d.UpdatedAt)}
+		LastError: d.LastError, CreatedAt: tlog.FormatTime(d.CreatedAt), UpdatedAt: tlog.FormatTime(d.UpdatedAt)}
 	if !d.FailedAt.IsZero() {
-		t := fmtTime(d.FailedAt)
+		t := tlog.FormatTime(d.FailedAt)
 		out.FailedAt = &t
 	}
 	if d.LeaseUntil.After(time.Now()) {
@@ -94,8 +95,6 @@ func StatusOf(d catalog.Destination) Status {
 	}
 	return out
 }
-
-func fmtTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
 func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", control.ErrInvalid, fmt.Sprintf(format, args...))

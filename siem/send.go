@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sealtrail/sealtrail/tlog"
 )
 
 // A sender delivers batches of one destination, in order. Send returns nil only when
@@ -266,7 +268,7 @@ type WebhookPayload struct {
 func (w *webhookSender) Send(ctx context.Context, b *batch) error {
 	now := w.now()
 	var p WebhookPayload
-	p.Type, p.Timestamp = "sealtrail.events", now.UTC().Format(time.RFC3339Nano)
+	p.Type, p.Timestamp = "sealtrail.events", tlog.FormatTime(now)
 	p.Data.ProjectID, p.Data.Stream, p.Data.Format, p.Data.First, p.Data.Last = b.projectID, b.stream, b.format, b.first(), b.last()
 	for i := range b.rendered {
 		v, err := json.Marshal(eventValue(b.format, b.rendered[i]))
