@@ -191,15 +191,11 @@ func OCSF(e *Event) map[string]any {
 		}
 		out["actor"] = map[string]any{"user": user}
 		out["api"] = map[string]any{"operation": action, "service": map[string]any{"name": "Sealtrail"}}
-		src := map[string]any{}
-		if ip := str(m, "ipAddress"); ip != "" {
-			src["ip"] = ip
-		} else {
-			// src_endpoint is required and needs one identifying member; the event did
-			// not carry the caller's address.
-			src["name"] = "unknown"
+		if str(m, "ipAddress") == "" {
+			// src_endpoint is required here and needs one identifying member; the
+			// event did not carry the caller's address.
+			out["src_endpoint"] = map[string]any{"name": "unknown"}
 		}
-		out["src_endpoint"] = src
 		if t := obj(m, "target"); t != nil {
 			res := map[string]any{"uid": str(t, "id"), "type": str(t, "type")}
 			if d := str(t, "display"); d != "" {
@@ -207,6 +203,9 @@ func OCSF(e *Event) map[string]any {
 			}
 			out["resources"] = []any{res}
 		}
+	}
+	if ip := str(m, "ipAddress"); ip != "" {
+		out["src_endpoint"] = map[string]any{"ip": ip}
 	}
 	if ua := str(m, "userAgent"); ua != "" {
 		out["http_request"] = map[string]any{"user_agent": ua}

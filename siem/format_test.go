@@ -101,6 +101,7 @@ func TestOCSFValidates(t *testing.T) {
 		{"delete with v6", "events", `{"action":"file.deleted","actor":{"type":"user","id":"u2"},"ipAddress":"2001:db8::1","status":"failure"}`, 6003, 4},
 		{"control plane", "project_audit", `{"action":"api_key.revoked","actor":{"type":"operator","id":"ops"},"target":{"type":"api_key","id":"k1"},"status":"success"}`, 6003, 4},
 		{"login", "events", `{"action":"user.login","actor":{"type":"user","id":"u3"},"status":"failure","risk":"medium"}`, 3002, 1},
+		{"login with address", "events", `{"action":"auth.signin","actor":{"type":"user","id":"u4","display":"Bo"},"ipAddress":"192.0.2.1","userAgent":"Mozilla/5.0","status":"success"}`, 3002, 1},
 		{"logout", "events", `{"action":"user.logout","actor":{"type":"user","id":"u3"}}`, 3002, 2},
 	}
 	for i, tc := range cases {
