@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -445,5 +446,39 @@ func TestResendWhenCursorLost(t *testing.T) {
 		if b[0] != want[i][0] || b[len(b)-1] != want[i][1] {
 			t.Fatalf("batch %d is %d-%d, want %d-%d", i, b[0], b[len(b)-1], want[i][0], want[i][1])
 		}
+	}
+}
+
+// TestFromNowAndPause: a destination created "from now" starts after the events
+// already signed; a paused one receives nothing until resumed, then catches up.
+func TestFromNowAndPause(t *testing.T) {
+	s := newStack(t)
+	s.seal(20)
+	var secret atomic.Value
+	srv, got := webhookReceiver(t, &secret, func(int64) int { return 0 })
+	st, sec, err := s.admin.Create(s.ctx, operator, s.project, Spec{Name: "soc", Kind: KindWebhook, Format: FormatJSON, From: "now",
+		Settings: Settings{URL: srv.URL, CACert: caPEM(srv)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Cursor != 20 {
+		t.Fatalf("from now: cursor %d, want 20", st.Cursor)
+	}
+	secret.Store(sec)
+	if _, err := s.admin.SetState(s.ctx, operator, s.project, st.ID, catalog.DestPaused); err != nil {
+		t.Fatal(err)
+	}
+	s.runner("r1", nil)
+	s.seal(5)
+	time.Sleep(300 * time.Millisecond) // fifteen polls
+	if n := len(got.distinct()); n != 0 {
+		t.Fatalf("a paused destination received %d events", n)
+	}
+	if _, err := s.admin.SetState(s.ctx, operator, s.project, st.ID, catalog.DestActive); err != nil {
+		t.Fatal(err)
+	}
+	s.waitCursor(st.ID, 25)
+	if d := got.distinct(); !slices.Equal(d, []uint64{21, 22, 23, 24, 25}) {
+		t.Fatalf("received %v, want 21-25", d)
 	}
 }
