@@ -34,7 +34,7 @@ type Destination struct {
 	Name      string
 	Kind      string // "syslog", "hec", "webhook"
 	Format    string // "ocsf", "cef", "json"
-	Config    []byte // JSON, the kind's settings, secrets included
+	Config    []byte // JSON, the kind's settings; the siem package seals their secrets with the KEK
 	State     DestState
 	Cursor    uint64
 	// Attempts counts failed deliveries of the batch after Cursor since the last

@@ -73,7 +73,7 @@ func newStack(t *testing.T, kind string, maxBatch int, maxAge time.Duration) *st
 		t.Fatal(err)
 	}
 	s, err := New(Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: mem.New(),
-		OperatorToken: stackOperatorToken, SIEM: siem.NewAdmin(cat.(catalog.SIEMCatalog), ctl, seq)})
+		OperatorToken: stackOperatorToken, SIEM: siem.NewAdmin(cat.(catalog.SIEMCatalog), ctl, seq, stacktest.KEK(t))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package siem
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/control"
+	"github.com/sealtrail/sealtrail/keyring"
 	"github.com/sealtrail/sealtrail/tlog"
 )
 
@@ -39,13 +39,15 @@ type Admin struct {
 	cat   AdminCatalog
 	audit Auditor
 	src   Source
+	kek   keyring.Wrapper
 	now   func() time.Time
 }
 
 // NewAdmin returns the operator side over cat, auditing through audit; src gives the
-// signed size where a destination created "from now" starts.
-func NewAdmin(cat AdminCatalog, audit Auditor, src Source) *Admin {
-	return &Admin{cat: cat, audit: audit, src: src, now: time.Now}
+// signed size where a destination created "from now" starts, and kek seals the
+// destinations' secrets (secrets.go).
+func NewAdmin(cat AdminCatalog, audit Auditor, src Source, kek keyring.Wrapper) *Admin {
+	return &Admin{cat: cat, audit: audit, src: src, kek: kek, now: time.Now}
 }
 
 // Spec is what the operator gives to create a destination.
@@ -82,7 +84,7 @@ type Status struct {
 
 // StatusOf renders d for the operator.
 func StatusOf(d catalog.Destination) Status {
-	s, _ := decodeSettings(d.Config)
+	s, _ := openSettings(context.Background(), nil, d.ID, d.Config)
 	out := Status{ID: d.ID, ProjectID: d.ProjectID, Stream: string(d.Stream), Name: d.Name, Kind: d.Kind,
 		Format: d.Format, Settings: s.Redacted(), State: string(d.State), Cursor: d.Cursor, Attempts: d.Attempts,
 		LastError: d.LastError, CreatedAt: tlog.FormatTime(d.CreatedAt), UpdatedAt: tlog.FormatTime(d.UpdatedAt)}
@@ -143,11 +145,14 @@ func (a *Admin) Create(ctx context.Context, actor control.Actor, projectID strin
 	if spec.From != "" && spec.From != "start" && spec.From != "now" {
 		return Status{}, "", invalid("from %q must be start or now", spec.From)
 	}
-	cfg, err := json.Marshal(spec.Settings)
-	if err != nil {
-		return Status{}, "", fmt.Errorf("siem: settings: %w", err)
-	}
 	id, err := control.NewID("dst_")
+	if err != nil {
+		return Status{}, "", err
+	}
+	if a.kek == nil {
+		return Status{}, "", errNoKEK
+	}
+	cfg, err := sealSettings(ctx, a.kek, id, spec.Settings)
 	if err != nil {
 		return Status{}, "", err
 	}

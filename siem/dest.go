@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -150,15 +149,6 @@ func (s Settings) Redacted() Settings {
 		s.Secret = "(set)"
 	}
 	return s
-}
-
-// decodeSettings reads a stored Config.
-func decodeSettings(raw []byte) (Settings, error) {
-	var s Settings
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return s, fmt.Errorf("siem: destination config: %w", err)
-	}
-	return s, nil
 }
 
 func validFormat(f string) bool { return slices.Contains(Formats, f) }

@@ -15,6 +15,7 @@ import (
 	"github.com/sealtrail/sealtrail/catalog/sqlite"
 	"github.com/sealtrail/sealtrail/control"
 	"github.com/sealtrail/sealtrail/internal/stacktest"
+	"github.com/sealtrail/sealtrail/keyring"
 	"github.com/sealtrail/sealtrail/sequencer"
 	"github.com/sealtrail/sealtrail/tlog"
 )
@@ -30,6 +31,7 @@ type stack struct {
 	seq     *sequencer.Sequencer
 	ctl     *control.Service
 	admin   *Admin
+	kek     keyring.Wrapper
 	project string
 }
 
@@ -44,8 +46,8 @@ func newStack(t *testing.T) *stack {
 	}
 	t.Cleanup(db.Close)
 	seq, _ := stacktest.Sequencer(t, db, "siem.test", nil)
-	s := &stack{t: t, ctx: ctx, db: db, seq: seq, ctl: control.New(db, seq, nil)}
-	s.admin = NewAdmin(db, s.ctl, seq)
+	s := &stack{t: t, ctx: ctx, db: db, seq: seq, ctl: control.New(db, seq, nil), kek: stacktest.KEK(t)}
+	s.admin = NewAdmin(db, s.ctl, seq, s.kek)
 	p, err := s.ctl.CreateProject(ctx, operator, "siem")
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +80,7 @@ func (s *stack) seal(n int) {
 // returned cancel).
 func (s *stack) runner(owner string, mod func(*RunnerConfig)) context.CancelFunc {
 	s.t.Helper()
-	cfg := RunnerConfig{Catalog: s.db, Source: s.seq, Owner: owner, Poll: 20 * time.Millisecond,
+	cfg := RunnerConfig{Catalog: s.db, Source: s.seq, KEK: s.kek, Owner: owner, Poll: 20 * time.Millisecond,
 		LeaseTTL: 5 * time.Second, BatchSize: 40, MaxAttempts: 50, BackoffBase: 5 * time.Millisecond, BackoffMax: 50 * time.Millisecond}
 	if mod != nil {
 		mod(&cfg)

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/keyring"
 	"github.com/sealtrail/sealtrail/sequencer"
 	"github.com/sealtrail/sealtrail/tiles"
 )
@@ -40,6 +41,8 @@ type RunnerCatalog interface {
 type RunnerConfig struct {
 	Catalog RunnerCatalog
 	Source  Source
+	// KEK opens the destinations' secrets (the one Admin sealed them with).
+	KEK keyring.Wrapper
 	// Owner names this runner in leases (default: random per process).
 	Owner string
 	// Poll is how often destinations are listed and an idle destination looks for new
@@ -77,8 +80,8 @@ type Runner struct {
 
 // NewRunner returns a Runner; Run starts it.
 func NewRunner(cfg RunnerConfig) (*Runner, error) {
-	if cfg.Catalog == nil || cfg.Source == nil {
-		return nil, errors.New("siem: a runner needs a catalog and a source")
+	if cfg.Catalog == nil || cfg.Source == nil || cfg.KEK == nil {
+		return nil, errors.New("siem: a runner needs a catalog, a source and a key-encryption key")
 	}
 	if cfg.Owner == "" {
 		var b [8]byte
@@ -187,7 +190,7 @@ func (r *Runner) deliver(ctx context.Context, d catalog.Destination) {
 			return
 		}
 		if snd == nil {
-			s, err := decodeSettings(d.Config)
+			s, err := openSettings(ctx, r.cfg.KEK, d.ID, d.Config)
 			if err == nil {
 				snd, err = newSender(d.Kind, s)
 			}

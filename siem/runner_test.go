@@ -256,6 +256,14 @@ func TestHECDelivers(t *testing.T) {
 	if st.Format != FormatOCSF || st.Settings.Token != "(set)" {
 		t.Fatalf("status %+v", st)
 	}
+	// The token is sealed by the KEK in the catalog, never stored in clear.
+	row, err := s.db.Destination(s.ctx, s.project, st.ID)
+	if err != nil || bytes.Contains(row.Config, []byte("tok-123")) || !bytes.Contains(row.Config, []byte(`"sealed"`)) {
+		t.Fatalf("stored config %s, %v", row.Config, err)
+	}
+	if _, err := openSettings(s.ctx, s.kek, "dst_other", row.Config); err == nil {
+		t.Fatal("the sealed secrets opened under another destination's id")
+	}
 	s.runner("r1", nil)
 	got.waitFor(t, 95)
 	got.checkOrder(t, 95, true)

@@ -134,7 +134,7 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 		return err
 	}
 	ctl := control.New(cat, seq, logger)
-	siemAdmin, stopSIEM, err := startSIEM(cfg, cat, seq, ctl, logger, reg)
+	siemAdmin, stopSIEM, err := startSIEM(cfg, cat, seq, ctl, logger, reg, kek)
 	if err != nil {
 		return err
 	}

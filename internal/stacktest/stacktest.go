@@ -27,12 +27,7 @@ type Catalog interface {
 // error reported) at test end.
 func Sequencer(t testing.TB, db Catalog, origin string, tweak func(*sequencer.Config)) (*sequencer.Sequencer, ed25519.PrivateKey) {
 	t.Helper()
-	kekBytes := make([]byte, 32)
-	_, _ = rand.Read(kekBytes)
-	kek, err := keyring.NewFileKEK(kekBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kek := KEK(t)
 	_, key, err := tlog.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
@@ -54,4 +49,16 @@ func Sequencer(t testing.TB, db Catalog, origin string, tweak func(*sequencer.Co
 		}
 	})
 	return seq, key
+}
+
+// KEK returns a fresh key-encryption key.
+func KEK(t testing.TB) *keyring.FileKEK {
+	t.Helper()
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	kek, err := keyring.NewFileKEK(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kek
 }

@@ -1,6 +1,6 @@
 -- Sealtrail catalog, SQLite schema version 11: SIEM destinations (issue 20). One row per
 -- destination of a project-stream: where and how its events are streamed (config is the
--- siem package's JSON, secrets included), the delivery cursor (the last sequence the
+-- siem package's JSON, secrets KEK-sealed), the delivery cursor (the last sequence the
 -- receiver acknowledged), the failure count and dead-letter state, and the lease that
 -- lets one runner across replicas deliver it.
 
