@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -15,9 +14,8 @@ import (
 
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/catalog/sqlite"
-	"github.com/sealtrail/sealtrail/keyring"
+	"github.com/sealtrail/sealtrail/internal/stacktest"
 	"github.com/sealtrail/sealtrail/sequencer"
-	"github.com/sealtrail/sealtrail/tiles/mem"
 	"github.com/sealtrail/sealtrail/tlog"
 )
 
@@ -190,28 +188,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	kekBytes := make([]byte, 32)
-	_, _ = rand.Read(kekBytes)
-	kek, err := keyring.NewFileKEK(kekBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, key, err := tlog.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seq, err := sequencer.New(sequencer.Config{Catalog: db, Store: mem.New(), Keyring: keyring.New(db, kek, keyring.Options{}),
-		Origin: "control.test", Key: key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := seq.Close(ctx); err != nil {
-			t.Errorf("close sequencer: %v", err)
-		}
-	})
+	seq, _ := stacktest.Sequencer(t, db, "control.test", nil)
 	tr := &tracer{}
 	e := &env{t: t, ctx: ctx, db: db, tr: tr, cat: &faultCatalog{Catalog: db, tr: tr}, seq: &traceSeq{Sequencer: seq, tr: tr}}
 	e.svc = New(e.cat, e.seq, nil)

@@ -48,6 +48,16 @@ func (s *Server) adminRoutes(r *mux.Router) {
 		{"/projects/{project}/holds/{hold}/release", http.MethodPost, s.adminReleaseHold},
 	}
 	routes = append(routes, s.adminDigestRoutes()...)
+	s.handleOperator(r, routes)
+	s.siemRoutes(r)
+}
+
+// handleOperator registers operator routes, each behind the operator token, and a 405
+// with Allow for every other method of their paths.
+func (s *Server) handleOperator(r *mux.Router, routes []struct {
+	path, method string
+	f            http.HandlerFunc
+}) {
 	var paths []string
 	allowed := map[string][]string{}
 	for _, rt := range routes {

@@ -60,6 +60,8 @@ type Config struct {
 	Store tiles.Store
 	// OperatorToken authenticates /admin/v1; empty disables the operator API.
 	OperatorToken string
+	// SIEM manages SIEM destinations under /admin/v1 (nil: those routes answer 404).
+	SIEM SIEM
 	// Ready reports whether the service can take traffic (for /readyz).
 	Ready func(ctx context.Context) error
 	// RateLimit is the ingest limit per API key per RateWindow (defaults: the spec's

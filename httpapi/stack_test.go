@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"crypto/rand"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -14,11 +13,11 @@ import (
 	"github.com/sealtrail/sealtrail/catalog/postgres"
 	"github.com/sealtrail/sealtrail/catalog/sqlite"
 	"github.com/sealtrail/sealtrail/control"
+	"github.com/sealtrail/sealtrail/internal/stacktest"
 	"github.com/sealtrail/sealtrail/internal/testenv"
-	"github.com/sealtrail/sealtrail/keyring"
 	"github.com/sealtrail/sealtrail/sequencer"
+	"github.com/sealtrail/sealtrail/siem"
 	"github.com/sealtrail/sealtrail/tiles/mem"
-	"github.com/sealtrail/sealtrail/tlog"
 )
 
 // stack is a Server over a real catalog, sequencer and keyring, with one project and
@@ -60,27 +59,8 @@ func newStack(t *testing.T, kind string, maxBatch int, maxAge time.Duration) *st
 		t.Fatalf("open %s catalog: %v", kind, err)
 	}
 	t.Cleanup(cat.Close)
-	kekBytes := make([]byte, 32)
-	_, _ = rand.Read(kekBytes)
-	kek, err := keyring.NewFileKEK(kekBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, key, err := tlog.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	seq, err := sequencer.New(sequencer.Config{Catalog: cat, Store: mem.New(), Keyring: keyring.New(cat, kek, keyring.Options{}),
-		Origin: "httpapi.test", Key: key, MaxBatch: maxBatch, MaxAge: maxAge})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := seq.Close(ctx); err != nil {
-			t.Errorf("close sequencer: %v", err)
-		}
+	seq, key := stacktest.Sequencer(t, cat, "httpapi.test", func(c *sequencer.Config) {
+		c.MaxBatch, c.MaxAge = maxBatch, maxAge
 	})
 	ctl := control.New(cat, seq, nil)
 	actor := control.Actor{Type: "operator", ID: "test"}
@@ -94,7 +74,7 @@ func newStack(t *testing.T, kind string, maxBatch int, maxAge time.Duration) *st
 		t.Fatal(err)
 	}
 	s, err := New(Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: mem.New(),
-		OperatorToken: stackOperatorToken})
+		OperatorToken: stackOperatorToken, SIEM: siem.NewAdmin(cat.(catalog.SIEMCatalog), ctl, seq, stacktest.KEK(t))})
 	if err != nil {
 		t.Fatal(err)
 	}

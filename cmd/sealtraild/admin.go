@@ -45,6 +45,12 @@ commands:
   hold release --project P --hold H     hold list --project P
   digest schedule --project P --schedule daily|weekly|off     digest show --project P
   digest opt-in --project P --email E   digest opt-out --project P --email E
+  siem create --project P --name N --kind syslog|hec|webhook [--format ocsf|cef|json]
+      [--stream events|project_audit] [--from start|now] [--address HOST:PORT] [--hostname H]
+      [--url URL] [--token T] [--index I] [--source-type S] [--secret whsec_...]
+      [--ca-cert FILE] [--server-name NAME]
+  siem list --project P                 siem get --project P --destination D
+  siem pause|resume|delete --project P --destination D   (resume also retries a dead letter)
 `
 
 type adminClient struct {

@@ -72,6 +72,7 @@ type Config struct {
 	Mail MailConfig `json:"mail"`
 	// Dashboard configures the web dashboard and its SMTP server (config_dashboard.go).
 	Dashboard DashboardConfig `json:"dashboard"`
+	SIEMConfig
 }
 
 func defaultConfig() Config {
@@ -94,8 +95,11 @@ func (c *Config) load(path string) error {
 		}
 	}
 	v := reflect.ValueOf(c).Elem()
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
+	// VisibleFields includes the fields of embedded area configs (SIEMConfig).
+	for _, f := range reflect.VisibleFields(v.Type()) {
+		if f.Anonymous {
+			continue
+		}
 		name := strings.Split(f.Tag.Get("json"), ",")[0]
 		env := "SEALTRAIL_" + strings.ToUpper(toSnake(name))
 		raw, ok := os.LookupEnv(env)
@@ -104,19 +108,19 @@ func (c *Config) load(path string) error {
 		}
 		switch f.Type.Kind() {
 		case reflect.String:
-			v.Field(i).SetString(raw)
+			v.FieldByIndex(f.Index).SetString(raw)
 		case reflect.Int:
 			n, err := strconv.Atoi(raw)
 			if err != nil {
 				return fmt.Errorf("config: %s=%q is not an integer", env, raw)
 			}
-			v.Field(i).SetInt(int64(n))
+			v.FieldByIndex(f.Index).SetInt(int64(n))
 		case reflect.Bool:
 			b, err := strconv.ParseBool(raw)
 			if err != nil {
 				return fmt.Errorf("config: %s=%q is not a boolean", env, raw)
 			}
-			v.Field(i).SetBool(b)
+			v.FieldByIndex(f.Index).SetBool(b)
 		}
 	}
 	return nil
@@ -175,6 +179,9 @@ func (c *Config) resolve() error {
 	}
 	if c.ReadHeaderTimeoutMS > c.ReadTimeoutMS {
 		return errors.New("config: readHeaderTimeoutMs must not exceed readTimeoutMs (which includes the headers)")
+	}
+	if err := c.SIEMConfig.check(); err != nil {
+		return err
 	}
 	switch c.LogLevel {
 	case "debug", "info", "warn", "error":

@@ -143,10 +143,15 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 		return err
 	}
 	defer stopMail()
+	siemAdmin, stopSIEM, err := startSIEM(cfg, cat, seq, ctl, logger, reg, kek)
+	if err != nil {
+		return err
+	}
+	defer stopSIEM() // on the error paths; the graceful path stops it before the sequencer
 	api, err := httpapi.New(httpapi.Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: store,
 		OperatorToken: operatorToken, RateLimit: cfg.RateLimit, ReadRateLimit: cfg.ReadRateLimit,
 		AuthFailureLimit: cfg.AuthFailureLimit, WriteTimeout: ms(cfg.WriteTimeoutMS), MaxBatchEvents: cfg.MaxBatchEvents,
-		TrustProxyHeaders: cfg.TrustProxyHeaders, Logger: logger, Registry: reg,
+		TrustProxyHeaders: cfg.TrustProxyHeaders, Logger: logger, Registry: reg, SIEM: siemAdmin,
 		Ready: func(ctx context.Context) error { return ready(ctx, cat, store) }})
 	if err != nil {
 		return err
@@ -182,6 +187,7 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	if err := srv.Shutdown(shutCtx); err != nil {
 		logger.Warn("http shutdown", "err", err)
 	}
+	stopSIEM()
 	if err := seq.Close(shutCtx); err != nil {
 		return err
 	}

@@ -1,0 +1,82 @@
+package siem
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sealtrail/sealtrail/keyring"
+)
+
+// A destination's secrets (the HEC token, the webhook secret) are never stored in
+// clear: the catalog row holds the settings without them, and the secrets sealed by
+// the service's key-encryption key, with the destination id as associated data (a
+// sealed blob copied to another destination does not open).
+
+// storedSettings is a destination's Config in the catalog.
+type storedSettings struct {
+	Settings
+	// Sealed is the KEK-wrapped JSON of the secrets; KEKID names the KEK.
+	Sealed []byte `json:"sealed,omitempty"`
+	KEKID  string `json:"kekId,omitempty"`
+}
+
+type secrets struct {
+	Token  string `json:"token,omitempty"`
+	Secret string `json:"secret,omitempty"`
+}
+
+// sealSettings renders s for the catalog, its secrets wrapped by kek.
+func sealSettings(ctx context.Context, kek keyring.Wrapper, destID string, s Settings) ([]byte, error) {
+	st := storedSettings{Settings: s}
+	sec := secrets{Token: s.Token, Secret: s.Secret}
+	st.Token, st.Secret = "", ""
+	if sec != (secrets{}) {
+		pt, err := json.Marshal(sec)
+		if err != nil {
+			return nil, fmt.Errorf("siem: secrets: %w", err)
+		}
+		if st.Sealed, err = kek.Wrap(ctx, pt, []byte(destID)); err != nil {
+			return nil, fmt.Errorf("siem: seal secrets: %w", err)
+		}
+		st.KEKID = kek.ID()
+	}
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return nil, fmt.Errorf("siem: settings: %w", err)
+	}
+	return raw, nil
+}
+
+// openSettings reads a destination's Config; with kek nil the secrets stay sealed
+// (and show as set).
+func openSettings(ctx context.Context, kek keyring.Wrapper, destID string, raw []byte) (Settings, error) {
+	var st storedSettings
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return Settings{}, fmt.Errorf("siem: destination config: %w", err)
+	}
+	s := st.Settings
+	if len(st.Sealed) == 0 {
+		return s, nil
+	}
+	if kek == nil {
+		s.Token, s.Secret = "(set)", "(set)"
+		return s, nil
+	}
+	if st.KEKID != kek.ID() {
+		return Settings{}, fmt.Errorf("siem: destination %s: secrets sealed by KEK %q, the service has %q", destID, st.KEKID, kek.ID())
+	}
+	pt, err := kek.Unwrap(ctx, st.Sealed, []byte(destID))
+	if err != nil {
+		return Settings{}, fmt.Errorf("siem: open secrets of %s: %w", destID, err)
+	}
+	var sec secrets
+	if err := json.Unmarshal(pt, &sec); err != nil {
+		return Settings{}, fmt.Errorf("siem: secrets of %s: %w", destID, err)
+	}
+	s.Token, s.Secret = sec.Token, sec.Secret
+	return s, nil
+}
+
+var errNoKEK = errors.New("siem: a key-encryption key is required")
