@@ -304,9 +304,12 @@ func messageAEAD(secret, salt []byte) (cipher.AEAD, error) {
 	return aead, nil
 }
 
+// dataKeyPurpose starts the binding of every wrapped data key.
+const dataKeyPurpose = "sealtrail/datakey/v1"
+
 // wrapAD binds a wrapped data key to its row.
 func wrapAD(log catalog.LogID, epoch, keyID string) []byte {
-	return lengthPrefixed("sealtrail/datakey/v1", log.ProjectID, string(log.Stream), epoch, keyID)
+	return lengthPrefixed(dataKeyPurpose, log.ProjectID, string(log.Stream), epoch, keyID)
 }
 
 // key returns the unwrapped data key of (log, epoch), from the cache or the catalog,
