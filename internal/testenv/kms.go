@@ -133,3 +133,48 @@ func freePort(t testing.TB) int {
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port
 }
+
+// SoftHSMModule is where Debian's softhsm2 puts its PKCS#11 module.
+const SoftHSMModule = "/usr/lib/softhsm/libsofthsm2.so"
+
+// SoftHSM is a throwaway SoftHSM2 token: its own token directory, named to the module
+// by SOFTHSM2_CONF for the rest of the test (so the test must not call t.Parallel).
+type SoftHSM struct {
+	Module, TokenLabel, PIN string
+}
+
+// StartSoftHSM initializes a fresh token labelled "sealtrail" with user PIN 1234 in a
+// directory of the test's (.ci/install.d/40-softhsm2.sh installs SoftHSM2). Without
+// SoftHSM2 the test skips, or fails under CI.
+func StartSoftHSM(t *testing.T) *SoftHSM {
+	t.Helper()
+	util := Binary(t, "softhsm2-util", ".ci/install.d/40-softhsm2.sh")
+	if !isFile(SoftHSMModule) {
+		if InCI() {
+			t.Fatalf("%s is required under CI=true (.ci/install.d/40-softhsm2.sh)", SoftHSMModule)
+		}
+		t.Skipf("%s not installed (.ci/install.d/40-softhsm2.sh)", SoftHSMModule)
+	}
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.Mkdir(tokens, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "softhsm2.conf")
+	body := "directories.tokendir = " + tokens + "\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n"
+	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SOFTHSM2_CONF", conf)
+	h := &SoftHSM{Module: SoftHSMModule, TokenLabel: "sealtrail", PIN: "1234"}
+	out, err := exec.Command(util, "--init-token", "--free", "--label", h.TokenLabel, "--pin", h.PIN, "--so-pin", "5678").CombinedOutput()
+	if err != nil {
+		t.Fatalf("softhsm2-util --init-token: %v: %s", err, out)
+	}
+	return h
+}
+
+func isFile(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}

@@ -2,7 +2,6 @@ package gcpkms_test
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,8 +10,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/sealtrail/sealtrail/catalog"
-	"github.com/sealtrail/sealtrail/catalog/sqlite"
 	"github.com/sealtrail/sealtrail/keyring"
 	"github.com/sealtrail/sealtrail/keyring/gcpkms"
 	"github.com/sealtrail/sealtrail/keyring/wrappertest"
@@ -72,12 +69,7 @@ func TestRotateFromFile(t *testing.T) {
 	ctx := context.Background()
 	_, kek := setup(t)
 	fileKEK := wrappertest.FileKEK(t)
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "catalog.db"), sqlite.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	log := catalog.LogID{ProjectID: "prj_a", Stream: catalog.StreamEvents}
+	db, log := wrappertest.Catalog(t), wrappertest.Log
 	var cts [][]byte
 	for _, e := range []string{"2026-09", "2026-10", "2026-11"} {
 		ct, err := keyring.New(db, fileKEK, keyring.Options{}).Encrypt(ctx, log, e, []byte(e), nil)

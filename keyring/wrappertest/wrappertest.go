@@ -65,37 +65,32 @@ func Wrap(t *testing.T, kek, other keyring.Wrapper) {
 func Outage(t *testing.T, kek keyring.Wrapper, stop, start func()) {
 	t.Helper()
 	ctx := context.Background()
-	db, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "catalog.db"), sqlite.Options{})
+	db := Catalog(t)
+	ct, err := keyring.New(db, kek, keyring.Options{}).Encrypt(ctx, Log, "2026-11", []byte("payload"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(db.Close)
-	log := catalog.LogID{ProjectID: "prj_a", Stream: catalog.StreamEvents}
-	ct, err := keyring.New(db, kek, keyring.Options{}).Encrypt(ctx, log, "2026-11", []byte("payload"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if k, err := db.DataKey(ctx, log, "2026-11"); err != nil || k.KEKID != kek.ID() {
+	if k, err := db.DataKey(ctx, Log, "2026-11"); err != nil || k.KEKID != kek.ID() {
 		t.Fatalf("stored key: %+v, %v", k, err)
 	}
 
 	stop()
 	kr := keyring.New(db, kek, keyring.Options{}) // a fresh cache, as a restarted replica has
-	if _, err := kr.Encrypt(ctx, log, "2026-12", []byte("payload"), nil); err == nil {
+	if _, err := kr.Encrypt(ctx, Log, "2026-12", []byte("payload"), nil); err == nil {
 		t.Fatal("a data key was created without the KEK's backend")
 	}
-	if _, err := db.DataKey(ctx, log, "2026-12"); !errors.Is(err, catalog.ErrNotFound) {
+	if _, err := db.DataKey(ctx, Log, "2026-12"); !errors.Is(err, catalog.ErrNotFound) {
 		t.Fatalf("a failed creation stored a key: %v", err)
 	}
-	if _, err := kr.Decrypt(ctx, log, ct, nil); err == nil || errors.Is(err, keyring.ErrUnwrap) {
+	if _, err := kr.Decrypt(ctx, Log, ct, nil); err == nil || errors.Is(err, keyring.ErrUnwrap) {
 		t.Fatalf("decrypt without the backend: %v; want its error, not ErrUnwrap", err)
 	}
 
 	start()
-	if pt, err := kr.Decrypt(ctx, log, ct, nil); err != nil || string(pt) != "payload" {
+	if pt, err := kr.Decrypt(ctx, Log, ct, nil); err != nil || string(pt) != "payload" {
 		t.Fatalf("decrypt after the backend came back: %q, %v", pt, err)
 	}
-	if _, err := kr.Encrypt(ctx, log, "2026-12", []byte("payload"), nil); err != nil {
+	if _, err := kr.Encrypt(ctx, Log, "2026-12", []byte("payload"), nil); err != nil {
 		t.Fatalf("encrypt after the backend came back: %v", err)
 	}
 }
@@ -112,4 +107,18 @@ func FileKEK(t testing.TB) *keyring.FileKEK {
 		t.Fatal(err)
 	}
 	return k
+}
+
+// Log is the project-stream the helpers' keys belong to.
+var Log = catalog.LogID{ProjectID: "prj_a", Stream: catalog.StreamEvents}
+
+// Catalog returns an empty SQLite catalog in a directory of the test's.
+func Catalog(t testing.TB) *sqlite.DB {
+	t.Helper()
+	db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "catalog.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db
 }
