@@ -65,11 +65,19 @@ func newStack(t *testing.T, kind string, maxBatch int, maxAge time.Duration) *st
 	if err != nil {
 		t.Fatal(err)
 	}
+	return startStack(t, cat, keyring.New(cat, kek, keyring.Options{}), maxBatch, maxAge, nil)
+}
+
+// startStack is newStack on a catalog and keyring of the caller's; cfg, if not nil,
+// adjusts the server's configuration.
+func startStack(t *testing.T, cat catalog.Catalog, kr *keyring.Keyring, maxBatch int, maxAge time.Duration, cfg func(*Config)) *stack {
+	t.Helper()
+	ctx := context.Background()
 	_, key, err := tlog.GenerateKey()
 	if err != nil {
 		t.Fatal(err)
 	}
-	seq, err := sequencer.New(sequencer.Config{Catalog: cat, Store: mem.New(), Keyring: keyring.New(cat, kek, keyring.Options{}),
+	seq, err := sequencer.New(sequencer.Config{Catalog: cat, Store: mem.New(), Keyring: kr,
 		Origin: "httpapi.test", Key: key, MaxBatch: maxBatch, MaxAge: maxAge})
 	if err != nil {
 		t.Fatal(err)
@@ -92,8 +100,11 @@ func newStack(t *testing.T, kind string, maxBatch int, maxAge time.Duration) *st
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: mem.New(),
-		OperatorToken: stackOperatorToken})
+	c := Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: mem.New(), OperatorToken: stackOperatorToken}
+	if cfg != nil {
+		cfg(&c)
+	}
+	s, err := New(c)
 	if err != nil {
 		t.Fatal(err)
 	}
