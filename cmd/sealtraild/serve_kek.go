@@ -61,5 +61,15 @@ func openKeyring(ctx context.Context, cfg KEKConfig, cat keyring.RewrapStore, st
 	}
 	kr := keyring.New(store, cur, keyring.Options{Previous: prev})
 	logger.Info("key-encryption key", "current", cur.ID(), "previous", len(prev))
-	return kr, keyring.NewRotator(ctx, kr, cat, logger), closeAll, nil
+	rot := keyring.NewRotator(ctx, kr, cat, logger)
+	// At shutdown ctx is done, so a rewrap run stops at its next row; let it stop before
+	// its KEKs and the catalog close (it resumes when started again).
+	return kr, rot, func() {
+		wctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := rot.Wait(wctx); err != nil {
+			logger.Warn("key-encryption key: a rewrap run did not stop in time", "err", err)
+		}
+		closeAll()
+	}, nil
 }
