@@ -19,9 +19,18 @@ type KEKRotator interface {
 
 var _ KEKRotator = (*keyring.Rotator)(nil)
 
-// kekStatusJSON is the answer of GET /kek and POST /kek/rewrap.
+// kekStatusJSON is the answer of GET /kek and POST /kek/rewrap: keyring.RotationStatus
+// with the API's timestamps (tlog.FormatTime; null before the first run).
 type kekStatusJSON struct {
-	keyring.RotationStatus
+	CurrentKEK   string              `json:"currentKek"`
+	PreviousKEKs []string            `json:"previousKeks"`
+	Keys         map[string]int64    `json:"keys"`
+	Remaining    int64               `json:"remaining"`
+	Running      bool                `json:"running"`
+	StartedAt    *string             `json:"startedAt"`
+	FinishedAt   *string             `json:"finishedAt"`
+	Last         keyring.RewrapStats `json:"last"`
+	Error        *string             `json:"error"`
 	// Started is set by POST /kek/rewrap: whether this call started the run (false:
 	// one was already running on this replica).
 	Started *bool `json:"started,omitempty"`
@@ -61,5 +70,10 @@ func (s *Server) kekStatus(w http.ResponseWriter, r *http.Request, code int, sta
 		s.internal(w, r, "KEK status", err)
 		return
 	}
-	writeJSON(w, code, kekStatusJSON{RotationStatus: st, Started: started})
+	out := kekStatusJSON{CurrentKEK: st.CurrentKEK, PreviousKEKs: st.PreviousKEKs, Keys: st.Keys, Remaining: st.Remaining,
+		Running: st.Running, StartedAt: timeOrNil(st.StartedAt), FinishedAt: timeOrNil(st.FinishedAt), Last: st.Last, Started: started}
+	if st.Error != "" {
+		out.Error = &st.Error
+	}
+	writeJSON(w, code, out)
 }

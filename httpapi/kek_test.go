@@ -15,6 +15,7 @@ import (
 	"github.com/sealtrail/sealtrail/internal/testenv"
 	"github.com/sealtrail/sealtrail/keyring"
 	"github.com/sealtrail/sealtrail/keyring/wrappertest"
+	"github.com/sealtrail/sealtrail/tlog"
 )
 
 // faultKEK is a KEK whose backend can be taken away, as a KMS outage would.
@@ -119,6 +120,20 @@ func TestKMSOutage(t *testing.T) {
 			code, resp = s.doAs(stackOperatorToken, http.MethodPost, "/admin/v1/kek/rewrap", "")
 			if err := json.Unmarshal([]byte(resp), &st); code != http.StatusAccepted || err != nil || st.Started == nil {
 				t.Fatalf("POST /admin/v1/kek/rewrap: %d %s", code, resp)
+			}
+			var done struct {
+				Running   bool    `json:"running"`
+				StartedAt string  `json:"startedAt"`
+				Error     *string `json:"error"`
+			}
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				_, resp = s.doAs(stackOperatorToken, http.MethodGet, "/admin/v1/kek", "")
+				if err := json.Unmarshal([]byte(resp), &done); err != nil || !done.Running || time.Now().After(deadline) {
+					break
+				}
+			}
+			if _, err := tlog.ParseTime(done.StartedAt); err != nil || done.Running || done.Error != nil {
+				t.Fatalf("GET /admin/v1/kek after the run: %s", resp)
 			}
 			if code, resp := s.doAs(stackOperatorToken, http.MethodPut, "/admin/v1/kek", ""); code != http.StatusMethodNotAllowed {
 				t.Fatalf("PUT /admin/v1/kek: %d %s", code, resp)
