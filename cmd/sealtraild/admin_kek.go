@@ -29,6 +29,9 @@ func printKEKStatus(w io.Writer, m map[string]any) {
 			fmt.Fprintln(w, "a rewrap is already running on this replica")
 		}
 	}
+	if prev, _ := m["previousKeks"].([]any); len(prev) == 0 {
+		m["previousKeks"] = nil // printed as "-"
+	}
 	fields(w, m, "currentKek", "previousKeks", "remaining", "running", "startedAt", "finishedAt", "error")
 	if last, ok := m["last"].(map[string]any); ok {
 		fmt.Fprintf(w, "%-16s rewrapped %v, skipped %v\n", "last run:", orDash(last["rewrapped"]), orDash(last["skipped"]))
