@@ -46,6 +46,7 @@ func (s *Server) adminRoutes(r *mux.Router) {
 		{"/projects/{project}/holds", http.MethodPost, s.adminCreateHold},
 		{"/projects/{project}/holds", http.MethodGet, s.adminListHolds},
 		{"/projects/{project}/holds/{hold}/release", http.MethodPost, s.adminReleaseHold},
+		{"/kek", http.MethodGet, s.adminKEKStatus}, {"/kek/rewrap", http.MethodPost, s.adminKEKRewrap}, // kek.go
 	}
 	routes = append(routes, s.adminDigestRoutes()...)
 	s.handleOperator(r, routes)

@@ -97,6 +97,8 @@ type Config struct {
 	TrustProxyHeaders bool
 	Logger            *slog.Logger
 	Registry          *prometheus.Registry
+	// KEK drives key-encryption-key rotation (/admin/v1/kek); nil answers 404 there.
+	KEK KEKRotator
 }
 
 // Server is the HTTP API.

@@ -15,6 +15,7 @@ import (
 	"github.com/sealtrail/sealtrail/control"
 	"github.com/sealtrail/sealtrail/internal/stacktest"
 	"github.com/sealtrail/sealtrail/internal/testenv"
+	"github.com/sealtrail/sealtrail/keyring"
 	"github.com/sealtrail/sealtrail/sequencer"
 	"github.com/sealtrail/sealtrail/siem"
 	"github.com/sealtrail/sealtrail/tiles/mem"
@@ -59,8 +60,16 @@ func newStack(t *testing.T, kind string, maxBatch int, maxAge time.Duration) *st
 		t.Fatalf("open %s catalog: %v", kind, err)
 	}
 	t.Cleanup(cat.Close)
+	return startStack(t, cat, keyring.New(cat, stacktest.KEK(t), keyring.Options{}), maxBatch, maxAge, nil)
+}
+
+// startStack is newStack on a catalog and keyring of the caller's; cfg, if not nil,
+// adjusts the server's configuration.
+func startStack(t *testing.T, cat catalog.Catalog, kr *keyring.Keyring, maxBatch int, maxAge time.Duration, cfg func(*Config)) *stack {
+	t.Helper()
+	ctx := context.Background()
 	seq, key := stacktest.Sequencer(t, cat, "httpapi.test", func(c *sequencer.Config) {
-		c.MaxBatch, c.MaxAge = maxBatch, maxAge
+		c.MaxBatch, c.MaxAge, c.Keyring = maxBatch, maxAge, kr
 	})
 	ctl := control.New(cat, seq, nil)
 	actor := control.Actor{Type: "operator", ID: "test"}
@@ -73,8 +82,12 @@ func newStack(t *testing.T, kind string, maxBatch int, maxAge time.Duration) *st
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := New(Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: mem.New(),
-		OperatorToken: stackOperatorToken, SIEM: siem.NewAdmin(cat.(catalog.SIEMCatalog), ctl, seq, stacktest.KEK(t))})
+	c := Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: mem.New(),
+		OperatorToken: stackOperatorToken, SIEM: siem.NewAdmin(cat.(catalog.SIEMCatalog), ctl, seq, stacktest.KEK(t))}
+	if cfg != nil {
+		cfg(&c)
+	}
+	s, err := New(c)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,15 +93,20 @@ type Options struct {
 	Now func() time.Time
 	// Granularity is the epoch length Seal uses (default Monthly).
 	Granularity Granularity
+	// Previous are KEKs that only unwrap: those a KEK rotation is moving data keys
+	// away from (see Rewrap). New data keys are always wrapped by the current KEK.
+	Previous []Wrapper
 }
 
 // Keyring encrypts and decrypts payloads. Its methods may be called concurrently.
 type Keyring struct {
 	store Store
 	kek   Wrapper
-	cache *lru
-	now   func() time.Time
-	gran  Granularity
+	// unwrappers are the current KEK and the previous ones, by ID.
+	unwrappers map[string]Wrapper
+	cache      *lru
+	now        func() time.Time
+	gran       Granularity
 }
 
 // New returns a keyring over store, wrapping keys with kek.
@@ -115,7 +120,13 @@ func New(store Store, kek Wrapper, opts Options) *Keyring {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Keyring{store: store, kek: kek, cache: newLRU(opts.CacheSize, opts.CacheTTL), now: opts.Now, gran: opts.Granularity}
+	unwrappers := map[string]Wrapper{}
+	for _, w := range opts.Previous {
+		unwrappers[w.ID()] = w
+	}
+	unwrappers[kek.ID()] = kek
+	return &Keyring{store: store, kek: kek, unwrappers: unwrappers, cache: newLRU(opts.CacheSize, opts.CacheTTL),
+		now: opts.Now, gran: opts.Granularity}
 }
 
 const (
@@ -293,9 +304,12 @@ func messageAEAD(secret, salt []byte) (cipher.AEAD, error) {
 	return aead, nil
 }
 
+// dataKeyPurpose starts the binding of every wrapped data key.
+const dataKeyPurpose = "sealtrail/datakey/v1"
+
 // wrapAD binds a wrapped data key to its row.
 func wrapAD(log catalog.LogID, epoch, keyID string) []byte {
-	return lengthPrefixed("sealtrail/datakey/v1", log.ProjectID, string(log.Stream), epoch, keyID)
+	return lengthPrefixed(dataKeyPurpose, log.ProjectID, string(log.Stream), epoch, keyID)
 }
 
 // key returns the unwrapped data key of (log, epoch), from the cache or the catalog,
@@ -318,19 +332,29 @@ func (k *Keyring) key(ctx context.Context, log catalog.LogID, epoch string, crea
 	if row.Destroyed() {
 		return nil, fmt.Errorf("%w: %s epoch %s", ErrShredded, log, epoch)
 	}
-	if row.KEKID != k.kek.ID() {
-		return nil, fmt.Errorf("%w: %s epoch %s was wrapped by %s, this keyring has %s", ErrWrongKEK, log, epoch, row.KEKID, k.kek.ID())
-	}
-	secret, err := k.kek.Unwrap(ctx, row.Wrapped, wrapAD(log, epoch, row.KeyID))
+	secret, err := k.unwrap(ctx, row)
 	if err != nil {
-		return nil, fmt.Errorf("keyring: data key %s %s: %w", log, epoch, err)
-	}
-	if len(secret) != dataKeyLen {
-		return nil, fmt.Errorf("%w: data key %s %s has %d bytes", ErrUnwrap, log, epoch, len(secret))
+		return nil, err
 	}
 	c := &cached{key: ck, keyID: row.KeyID, secret: secret}
 	k.cache.put(c, k.now())
 	return c, nil
+}
+
+// unwrap opens a live row's data key with the KEK that wrapped it.
+func (k *Keyring) unwrap(ctx context.Context, row catalog.DataKey) ([]byte, error) {
+	w, ok := k.unwrappers[row.KEKID]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s epoch %s was wrapped by %s, this keyring has %s", ErrWrongKEK, row.Log, row.Epoch, row.KEKID, k.kekIDs())
+	}
+	secret, err := w.Unwrap(ctx, row.Wrapped, wrapAD(row.Log, row.Epoch, row.KeyID))
+	if err != nil {
+		return nil, fmt.Errorf("keyring: data key %s %s: %w", row.Log, row.Epoch, err)
+	}
+	if len(secret) != dataKeyLen {
+		return nil, fmt.Errorf("%w: data key %s %s has %d bytes", ErrUnwrap, row.Log, row.Epoch, len(secret))
+	}
+	return secret, nil
 }
 
 // create makes, wraps and stores a new data key; if another writer stored one first,
@@ -362,4 +386,22 @@ func lengthPrefixed(fields ...string) []byte {
 		out = append(out, f...)
 	}
 	return out
+}
+
+// KEKSet is the keyring's key-encryption keys as one Wrapper, for the other secrets the
+// service seals with its KEK (SIEM destinations' tokens): it wraps with the current KEK,
+// and Unwrapper finds a previous one by the ID stored beside a wrapped secret, so a KEK
+// rotation in progress does not strand them.
+type KEKSet struct {
+	Wrapper
+	byID map[string]Wrapper
+}
+
+// KEKs returns the keyring's current KEK and the previous ones it unwraps with.
+func (k *Keyring) KEKs() *KEKSet { return &KEKSet{Wrapper: k.kek, byID: k.unwrappers} }
+
+// Unwrapper returns the KEK named id, current or previous.
+func (s *KEKSet) Unwrapper(id string) (Wrapper, bool) {
+	w, ok := s.byID[id]
+	return w, ok
 }

@@ -64,8 +64,15 @@ func openSettings(ctx context.Context, kek keyring.Wrapper, destID string, raw [
 		s.Token, s.Secret = "(set)", "(set)"
 		return s, nil
 	}
+	if set, ok := kek.(interface {
+		Unwrapper(id string) (keyring.Wrapper, bool)
+	}); ok && st.KEKID != kek.ID() { // a previous KEK during a rotation (keyring.KEKSet)
+		if w, ok := set.Unwrapper(st.KEKID); ok {
+			kek = w
+		}
+	}
 	if st.KEKID != kek.ID() {
-		return Settings{}, fmt.Errorf("siem: destination %s: secrets sealed by KEK %q, the service has %q", destID, st.KEKID, kek.ID())
+		return Settings{}, fmt.Errorf("siem: destination %s: secrets sealed by KEK %q, the service has %q (recreate the destination, or configure that KEK as a previous one)", destID, st.KEKID, kek.ID())
 	}
 	pt, err := kek.Unwrap(ctx, st.Sealed, []byte(destID))
 	if err != nil {

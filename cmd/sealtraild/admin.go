@@ -41,6 +41,7 @@ commands:
   signing-key revoke --project P --key K    signing-key list --project P
   retention set --project P --days N [--stream events|project-audit]
   retention list --project P
+  kek status                            kek rewrap   (KEK rotation: docs/keyring.md)
   hold create --project P --event ID [--event ID...] [--reason TEXT]
   hold release --project P --hold H     hold list --project P
   digest schedule --project P --schedule daily|weekly|off     digest show --project P

@@ -35,6 +35,8 @@ type Config struct {
 	// KEKFile holds the key-encryption key that wraps payload data keys; created on
 	// first start. Losing it loses every payload.
 	KEKFile string `json:"kekFile"`
+	// KEK selects the key-encryption key: the file above, or a KMS (config_kek.go).
+	KEK KEKConfig `json:"kek"`
 	// OperatorTokenFile holds the operator API token; created on first start.
 	OperatorTokenFile string `json:"operatorTokenFile"`
 	// Origin names this service in checkpoint origins: <origin>/<projectId>/<stream>.
@@ -121,6 +123,12 @@ func (c *Config) load(path string) error {
 				return fmt.Errorf("config: %s=%q is not a boolean", env, raw)
 			}
 			v.FieldByIndex(f.Index).SetBool(b)
+		case reflect.Struct: // the same JSON as in the file
+			dec := json.NewDecoder(strings.NewReader(raw))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(v.FieldByIndex(f.Index).Addr().Interface()); err != nil {
+				return fmt.Errorf("config: %s: %w", env, err)
+			}
 		}
 	}
 	return nil
@@ -164,6 +172,9 @@ func (c *Config) resolve() error {
 	}
 	if c.KEKFile == "" {
 		c.KEKFile = filepath.Join(c.DataDir, "kek.key")
+	}
+	if err := c.KEK.resolve(c.KEKFile); err != nil {
+		return err
 	}
 	if c.OperatorTokenFile == "" {
 		c.OperatorTokenFile = filepath.Join(c.DataDir, "operator.token")

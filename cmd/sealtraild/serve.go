@@ -45,6 +45,7 @@ type db interface {
 	keyring.Store
 	catalog.MailStore
 	dashboard.Store
+	keyring.RewrapStore
 	Close()
 }
 
@@ -113,22 +114,23 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	if err != nil {
 		return err
 	}
-	kek, err := keyring.LoadOrCreateKEKFile(cfg.KEKFile)
-	if err != nil {
-		return fmt.Errorf("key-encryption key: %w", err)
-	}
 	cat, err := openCatalog(ctx, cfg.Catalog, logger)
 	if err != nil {
 		return err
 	}
 	defer cat.Close()
+	kr, rotator, closeKEKs, err := openKeyring(ctx, cfg.KEK, cat, cat, logger) // serve_kek.go
+	if err != nil {
+		return err
+	}
+	defer closeKEKs()
 	store, err := storeurl.Open(ctx, cfg.Store)
 	if err != nil {
 		return fmt.Errorf("object store: %w", err)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	seq, err := sequencer.New(sequencer.Config{Catalog: cat, Store: store, Keyring: keyring.New(cat, kek, keyring.Options{}),
+	seq, err := sequencer.New(sequencer.Config{Catalog: cat, Store: store, Keyring: kr,
 		Origin: cfg.Origin, Key: key, MaxBatch: cfg.MaxBatch, MaxAge: cfg.maxAge(), Logger: logger, Registerer: reg})
 	if err != nil {
 		return err
@@ -143,7 +145,7 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 		return err
 	}
 	defer stopMail()
-	siemAdmin, stopSIEM, err := startSIEM(cfg, cat, seq, ctl, logger, reg, kek)
+	siemAdmin, stopSIEM, err := startSIEM(cfg, cat, seq, ctl, logger, reg, kr.KEKs())
 	if err != nil {
 		return err
 	}
@@ -151,7 +153,7 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	api, err := httpapi.New(httpapi.Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: store,
 		OperatorToken: operatorToken, RateLimit: cfg.RateLimit, ReadRateLimit: cfg.ReadRateLimit,
 		AuthFailureLimit: cfg.AuthFailureLimit, WriteTimeout: ms(cfg.WriteTimeoutMS), MaxBatchEvents: cfg.MaxBatchEvents,
-		TrustProxyHeaders: cfg.TrustProxyHeaders, Logger: logger, Registry: reg, SIEM: siemAdmin,
+		TrustProxyHeaders: cfg.TrustProxyHeaders, Logger: logger, Registry: reg, SIEM: siemAdmin, KEK: rotator,
 		Ready: func(ctx context.Context) error { return ready(ctx, cat, store) }})
 	if err != nil {
 		return err
