@@ -68,6 +68,8 @@ type Config struct {
 	MaxHeaderBytes      int `json:"maxHeaderBytes"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `json:"logLevel"`
+	// Ops: the service key history, tracing and profiling (config_ops.go).
+	Ops OpsConfig `json:"ops"`
 }
 
 func defaultConfig() Config {
@@ -89,11 +91,23 @@ func (c *Config) load(path string) error {
 			return fmt.Errorf("config %s: %w", path, err)
 		}
 	}
-	v := reflect.ValueOf(c).Elem()
+	return applyEnv(reflect.ValueOf(c).Elem(), "SEALTRAIL_")
+}
+
+// applyEnv sets each field of the struct v from the environment variable prefix +
+// its JSON name in upper snake case; a nested struct's fields take their struct's
+// name as a further prefix (ops.otlpEndpoint: SEALTRAIL_OPS_OTLP_ENDPOINT).
+func applyEnv(v reflect.Value, prefix string) error {
 	for i := range v.NumField() {
 		f := v.Type().Field(i)
 		name := strings.Split(f.Tag.Get("json"), ",")[0]
-		env := "SEALTRAIL_" + strings.ToUpper(toSnake(name))
+		env := prefix + strings.ToUpper(toSnake(name))
+		if f.Type.Kind() == reflect.Struct {
+			if err := applyEnv(v.Field(i), env+"_"); err != nil {
+				return err
+			}
+			continue
+		}
 		raw, ok := os.LookupEnv(env)
 		if !ok {
 			continue
@@ -113,6 +127,12 @@ func (c *Config) load(path string) error {
 				return fmt.Errorf("config: %s=%q is not a boolean", env, raw)
 			}
 			v.Field(i).SetBool(b)
+		case reflect.Float64:
+			x, err := strconv.ParseFloat(raw, 64)
+			if err != nil {
+				return fmt.Errorf("config: %s=%q is not a number", env, raw)
+			}
+			v.Field(i).SetFloat(x)
 		}
 	}
 	return nil
@@ -177,7 +197,7 @@ func (c *Config) resolve() error {
 	default:
 		return fmt.Errorf("config: logLevel %q must be debug, info, warn or error", c.LogLevel)
 	}
-	return nil
+	return c.Ops.resolve(c.DataDir)
 }
 
 func (c *Config) maxAge() time.Duration { return ms(c.MaxAgeMS) }

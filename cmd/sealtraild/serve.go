@@ -109,6 +109,11 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	if err != nil {
 		return err
 	}
+	o, err := startOps(ctx, cfg, key, operatorToken, logger)
+	if err != nil {
+		return err
+	}
+	defer o.close()
 	kek, err := keyring.LoadOrCreateKEKFile(cfg.KEKFile)
 	if err != nil {
 		return fmt.Errorf("key-encryption key: %w", err)
@@ -146,7 +151,7 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := httpServer(cfg, api.Handler(), logger)
+	srv := httpServer(cfg, o.handler(api.Handler()), logger)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	base := "http://" + ln.Addr().String()
