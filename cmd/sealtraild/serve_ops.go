@@ -47,7 +47,6 @@ func startOps(ctx context.Context, cfg Config, key ed25519.PrivateKey, operatorT
 		}
 		o.tracer = newTracerProvider(sdktrace.WithBatcher(exp), cfg.Ops.TraceSampleRatio)
 		otel.SetTracerProvider(o.tracer)
-		otel.SetTextMapPropagator(propagation.TraceContext{})
 		logger.Info("tracing on", "otlp_endpoint", cfg.Ops.OTLPEndpoint, "sample_ratio", cfg.Ops.TraceSampleRatio)
 	}
 	return o, nil
@@ -79,6 +78,7 @@ func (o *ops) handler(api http.Handler) http.Handler {
 		return mux
 	}
 	return otelhttp.NewHandler(mux, "sealtraild", otelhttp.WithTracerProvider(o.tracer),
+		otelhttp.WithPropagators(propagation.TraceContext{}), // a caller's traceparent
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
 }
 
