@@ -343,32 +343,48 @@ func (c *logCheck) readNote(ctx context.Context, cp catalog.Checkpoint) (sttlog.
 // checkTiles compares every hash tile and entry bundle of the tree of size n with the
 // bytes its leaves determine.
 func (c *logCheck) checkTiles(ctx context.Context, n uint64) error {
-	level := c.hashes[:n] // hashes of complete subtrees of 256^L leaves, at level L
+	for _, t := range hashTiles(c.hashes[:n]) {
+		if err := c.compare(ctx, t.tile, t.data, TileMissing, TileMismatch); err != nil {
+			return err
+		}
+	}
+	for start := uint64(0); start < n; start += tiles.TileWidth {
+		end := min(start+tiles.TileWidth, n)
+		t := tlog.Tile{H: tiles.TileHeight, L: tiles.EntriesLevel, N: int64(start / tiles.TileWidth), W: int(end - start)}
+		bundle, err := tiles.MarshalEntryBundle(c.leaves[start:end])
+		if err != nil {
+			return fmt.Errorf("fsck: %w", err)
+		}
+		if err := c.compare(ctx, t, bundle, BundleMissing, BundleMismatch); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tileBytes is a hash tile and the bytes it must hold.
+type tileBytes struct {
+	tile tlog.Tile
+	data []byte
+}
+
+// hashTiles returns every hash tile (full and, at each level's right edge, partial) of
+// the tree whose leaf hashes are leaves, with its bytes.
+func hashTiles(leaves []tlog.Hash) []tileBytes {
+	var out []tileBytes
+	level := leaves // hashes of complete subtrees of 256^l leaves, at level l
 	for l := 0; len(level) > 0; l++ {
 		for start := 0; start < len(level); start += tiles.TileWidth {
 			end := min(start+tiles.TileWidth, len(level))
-			t := tlog.Tile{H: tiles.TileHeight, L: l, N: int64(start / tiles.TileWidth), W: end - start}
-			want := make([]byte, 0, (end-start)*tlog.HashSize)
+			data := make([]byte, 0, (end-start)*tlog.HashSize)
 			for _, h := range level[start:end] {
-				want = append(want, h[:]...)
+				data = append(data, h[:]...)
 			}
-			if err := c.compare(ctx, t, want, TileMissing, TileMismatch); err != nil {
-				return err
-			}
-			if l == 0 {
-				t.L = tiles.EntriesLevel
-				bundle, err := tiles.MarshalEntryBundle(c.leaves[start:end])
-				if err != nil {
-					return fmt.Errorf("fsck: %w", err)
-				}
-				if err := c.compare(ctx, t, bundle, BundleMissing, BundleMismatch); err != nil {
-					return err
-				}
-			}
+			out = append(out, tileBytes{tlog.Tile{H: tiles.TileHeight, L: l, N: int64(start / tiles.TileWidth), W: end - start}, data})
 		}
 		level = parents(level)
 	}
-	return nil
+	return out
 }
 
 // parents returns the roots of the complete groups of TileWidth hashes of level.
