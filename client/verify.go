@@ -169,11 +169,30 @@ func (c *Client) check(ctx context.Context, s Stream) (*tlog.STH, *TamperError, 
 	if want.key == "" {
 		want.key = root.ServicePublicKey // trust on first use
 	}
+	// A key other than the trusted one is accepted only when the service's signed key
+	// history announces the move from the trusted key to it (docs/key-rotation.md):
+	// a pin that moved on from the configured key, then a served key that moves on
+	// from the pin.
 	if pin != nil && pin.ServicePublicKey != want.key {
-		return tamper(ReasonServiceKeyChanged, "head pinned under service key %s, configured key is %s", pin.ServicePublicKey, want.key)
+		_, refusal, err := c.keyMove(ctx, want.key, pin.ServicePublicKey)
+		if err != nil {
+			return nil, nil, err
+		}
+		if refusal != "" {
+			return tamper(ReasonServiceKeyChanged, "head pinned under service key %s, configured key is %s: %s", pin.ServicePublicKey, want.key, refusal)
+		}
+		want.key = pin.ServicePublicKey
 	}
+	var history *tlog.KeyHistory
 	if root.ServicePublicKey != want.key {
-		return tamper(ReasonServiceKeyChanged, "service presents key %s, expected %s", root.ServicePublicKey, want.key)
+		h, refusal, err := c.keyMove(ctx, want.key, root.ServicePublicKey)
+		if err != nil {
+			return nil, nil, err
+		}
+		if refusal != "" {
+			return tamper(ReasonServiceKeyChanged, "service presents key %s, expected %s: %s", root.ServicePublicKey, want.key, refusal)
+		}
+		history, want.key = h, root.ServicePublicKey
 	}
 	pub, err := tlog.ParsePublicKey(want.key)
 	if err != nil {
@@ -181,6 +200,12 @@ func (c *Client) check(ctx context.Context, s Stream) (*tlog.STH, *TamperError, 
 	}
 	if err := tlog.VerifySTH(pub, &cur); err != nil {
 		return tamper(ReasonBadSTHSignature, "%v", err)
+	}
+	if history != nil {
+		// A new key signs only heads dated from its introduction on.
+		if _, err := tlog.VerifySTHWithHistory(pub, history, &cur); err != nil {
+			return tamper(ReasonServiceKeyChanged, "%v", err)
+		}
 	}
 	// The signature covers the project and the stream: a head signed for another log
 	// does not verify as a head of this one.
@@ -383,8 +408,19 @@ func (c *Client) trustedKey(ctx context.Context, s Stream) (ed25519.PublicKey, *
 	if err != nil {
 		return nil, nil, fmt.Errorf("sealtrail: load pinned head: %w", err)
 	}
-	if c.serviceKey != nil {
+	if c.serviceKey != nil && (pin == nil || pin.ServicePublicKey == hex.EncodeToString(c.serviceKey)) {
 		return c.serviceKey, pin, nil
+	}
+	if pin != nil && c.serviceKey != nil {
+		// The pin moved on from the configured key: a check accepted an announced
+		// rotation (or the store is foreign). Trust it only as far as the history says.
+		_, refusal, err := c.keyMove(ctx, hex.EncodeToString(c.serviceKey), pin.ServicePublicKey)
+		if err != nil {
+			return nil, nil, err
+		}
+		if refusal != "" {
+			return nil, nil, c.tamper(&TamperError{Stream: s, PinnedSTH: &pin.STH, Reason: ReasonServiceKeyChanged, Detail: refusal})
+		}
 	}
 	if pin == nil {
 		if _, err := c.CheckConsistency(ctx, s); err != nil {

@@ -358,11 +358,17 @@ func runCLI(t *testing.T, dir string, args ...string) cliResult {
 // runBin runs bin with args in dir.
 func runBin(t *testing.T, bin, dir string, args ...string) cliResult {
 	t.Helper()
+	return runBinEnv(t, bin, dir, nil, args...)
+}
+
+// runBinEnv runs bin with args in dir, with the extra environment env.
+func runBinEnv(t *testing.T, bin, dir string, env []string, args ...string) cliResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
-	cmd.Env = childEnv()
+	cmd.Env = childEnv(env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

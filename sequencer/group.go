@@ -166,6 +166,7 @@ func (c *committer) commit(reqs []*sealReq) error {
 	cfg := &c.s.cfg
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.SealTimeout)
 	defer cancel()
+	ctx, span := startCommit(ctx, reqs)
 	logs := make([]catalog.LogID, len(reqs))
 	byLog := make(map[catalog.LogID]*sealReq, len(reqs))
 	for i, r := range reqs {
@@ -183,6 +184,7 @@ func (c *committer) commit(reqs []*sealReq) error {
 			r.err = err
 		}
 	}
+	endSpan(span, err)
 	return err
 }
 

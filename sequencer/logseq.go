@@ -16,6 +16,7 @@ import (
 	"github.com/sealtrail/sealtrail/tlog"
 	"github.com/transparency-dev/merkle/compact"
 	"github.com/transparency-dev/merkle/rfc6962"
+	"go.opentelemetry.io/otel/trace"
 )
 
 var errRetired = errors.New("sequencer retired")
@@ -31,9 +32,10 @@ type pool struct {
 	first   time.Time // when the first entry arrived
 
 	results []Result
-	errs    []error // per entry (ErrIDConflict), or nil
-	err     error   // the whole batch failed
-	size    uint64  // checkpoint size after the batch's commit
+	errs    []error      // per entry (ErrIDConflict), or nil
+	err     error        // the whole batch failed
+	size    uint64       // checkpoint size after the batch's commit
+	links   []trace.Link // the submit spans of its entries, for the commit span (trace.go)
 
 	done chan struct{} // closed once committed (acknowledged) or failed
 }
@@ -110,7 +112,7 @@ func (ls *logSequencer) signal() {
 	}
 }
 
-func (ls *logSequencer) enqueue(e Entry) (waiter, error) {
+func (ls *logSequencer) enqueue(ctx context.Context, e Entry) (waiter, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	switch {
@@ -131,6 +133,7 @@ func (ls *logSequencer) enqueue(e Entry) (waiter, error) {
 		ls.pending = append(ls.pending, p)
 	}
 	p.entries = append(p.entries, e)
+	p.link(ctx)
 	ls.npending++
 	ls.signal()
 	return waiter{p, len(p.entries) - 1}, nil

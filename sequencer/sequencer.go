@@ -230,19 +230,25 @@ func (s *Sequencer) Submit(ctx context.Context, log catalog.LogID, e Entry) (Res
 	if err := log.Validate(); err != nil {
 		return Result{}, err
 	}
+	ctx, span := startSubmit(ctx, log, 1)
+	defer span.End()
 	for {
 		ls, err := s.logSequencer(log)
 		if err != nil {
+			endSubmit(span, Result{}, err)
 			return Result{}, err
 		}
-		w, err := ls.enqueue(e)
+		w, err := ls.enqueue(ctx, e)
 		if errors.Is(err, errRetired) {
 			continue // the sequencer went idle between lookup and enqueue
 		}
 		if err != nil {
+			endSubmit(span, Result{}, err)
 			return Result{}, err
 		}
-		return w.wait(ctx)
+		res, err := w.wait(ctx)
+		endSubmit(span, res, err)
+		return res, err
 	}
 }
 

@@ -20,13 +20,15 @@ func (s *Sequencer) SubmitMany(ctx context.Context, log catalog.LogID, es []Entr
 		}
 		return results, errs
 	}
+	ctx, span := startSubmit(ctx, log, len(es))
+	defer span.End()
 	waiters := make([]waiter, len(es))
 	queued := make([]bool, len(es))
 	for i, e := range es {
 		for {
 			ls, err := s.logSequencer(log)
 			if err == nil {
-				waiters[i], err = ls.enqueue(e)
+				waiters[i], err = ls.enqueue(ctx, e)
 				if errors.Is(err, errRetired) {
 					continue // the sequencer went idle between lookup and enqueue
 				}

@@ -7,7 +7,7 @@
 //	sealtrail verify full --export F [--root H] [--size N] [--signing-key K]...
 //	sealtrail verify inclusion --leaf-hash H --index N --size N --root H --proof h1,h2,...
 //	sealtrail verify consistency --old-size N --old-root H --new-size N --new-root H [--proof ...]
-//	sealtrail verify sth --sth F --service-key K
+//	sealtrail verify sth --sth F --service-key K [--key-history H]
 //	sealtrail verify digest --file F --service-key K
 //	sealtrail selfcheck
 //

@@ -13,7 +13,7 @@ import (
 	"github.com/sealtrail/sealtrail/tlog"
 )
 
-const sthUsage = "--sth <file.json> --service-key <hex>"
+const sthUsage = "--sth <file.json> --service-key <hex> [--key-history <file.json>]"
 
 // maxSTHFile bounds the tree-head file; a real one is a few hundred bytes.
 const maxSTHFile = 1 << 20
@@ -29,11 +29,22 @@ func runVerifySTH(e *env, args []string) error {
 	path := fs.String("sth", "", "`file` holding an STH object, or a /root response {sth, servicePublicKey}")
 	var key keyFlag
 	fs.Var(&key, "service-key", "trusted service Ed25519 public `key` (hex)")
+	historyPath := fs.String("key-history", "", "the service's signed key history (`file`, GET /api/v1/key-history): accept a head signed by an older or newer key that it announces")
 	if err := parseFlags(e, fs, sthUsage, args); err != nil {
 		return err
 	}
 	if err := required(fs, "sth", "service-key"); err != nil {
 		return err
+	}
+	var history *tlog.KeyHistory
+	if *historyPath != "" {
+		raw, err := readSmallFile(*historyPath, maxKeyHistoryFile)
+		if err != nil {
+			return fmt.Errorf("--key-history: %w", err)
+		}
+		if history, err = tlog.ParseKeyHistory(raw); err != nil {
+			return fmt.Errorf("--key-history %s: %w", *historyPath, err)
+		}
 	}
 	data, err := readSmallFile(*path, maxSTHFile)
 	if err != nil {
@@ -49,6 +60,9 @@ func runVerifySTH(e *env, args []string) error {
 	fmt.Fprintf(e.stdout, "root:         %s\n", sth.RootHash)
 	fmt.Fprintf(e.stdout, "timestamp:    %s\n", sth.Timestamp)
 	want := hex.EncodeToString(key.key)
+	if history != nil && len(history.Transitions) > 0 {
+		return verifySTHWithHistory(e, key.key, history, &sth, fileKey)
+	}
 	if fileKey != "" && fileKey != want {
 		// The client rules treat a changed service key as tampering (service_key_changed);
 		// the verifier holds the same line rather than trust the file's own claim.
@@ -65,6 +79,35 @@ func runVerifySTH(e *env, args []string) error {
 		return fmt.Errorf("%s: malformed tree head: %w", *path, err)
 	}
 	fmt.Fprintf(e.stdout, "OK: tree head signed by service key %s\n", want)
+	return nil
+}
+
+// maxKeyHistoryFile bounds the key history file.
+const maxKeyHistoryFile = 4 << 20
+
+// verifySTHWithHistory checks sth under the key of its time in the history that the
+// trusted key belongs to (docs/key-rotation.md). A head signed by a key the history
+// does not hold, or by a key outside its period, is service_key_changed; one that
+// verifies under no key is bad_sth_signature.
+func verifySTHWithHistory(e *env, trusted []byte, h *tlog.KeyHistory, sth *tlog.STH, fileKey string) error {
+	signer, err := tlog.VerifySTHWithHistory(trusted, h, sth)
+	reason := ""
+	switch {
+	case errors.Is(err, tlog.ErrKeyNotAnnounced):
+		reason = "service_key_changed"
+	case errors.Is(err, tlog.ErrBadSignature):
+		reason = "bad_sth_signature"
+	case err != nil:
+		return fmt.Errorf("malformed tree head: %w", err)
+	case fileKey != "" && fileKey != signer:
+		err, reason = fmt.Errorf("the file names service key %s, but %s signed", fileKey, signer), "service_key_changed"
+	}
+	if reason != "" {
+		te := &tamperError{msg: reason, err: err}
+		fmt.Fprintf(e.stdout, "TAMPERED: %s\n", oneLine(te.Error()))
+		return te
+	}
+	fmt.Fprintf(e.stdout, "OK: tree head signed by service key %s, which the key history announces (trusted key %s)\n", signer, hex.EncodeToString(trusted))
 	return nil
 }
 

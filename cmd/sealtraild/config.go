@@ -75,6 +75,8 @@ type Config struct {
 	// Dashboard configures the web dashboard and its SMTP server (config_dashboard.go).
 	Dashboard DashboardConfig `json:"dashboard"`
 	SIEMConfig
+	// Ops: the service key history, tracing and profiling (config_ops.go).
+	Ops OpsConfig `json:"ops"`
 }
 
 func defaultConfig() Config {
@@ -96,39 +98,69 @@ func (c *Config) load(path string) error {
 			return fmt.Errorf("config %s: %w", path, err)
 		}
 	}
-	v := reflect.ValueOf(c).Elem()
-	// VisibleFields includes the fields of embedded area configs (SIEMConfig).
-	for _, f := range reflect.VisibleFields(v.Type()) {
-		if f.Anonymous {
+	return applyEnv(reflect.ValueOf(c).Elem(), "SEALTRAIL_")
+}
+
+// applyEnv sets each field of the struct v from the environment variable prefix +
+// its JSON name in upper snake case. A nested struct takes the same JSON as in the
+// file from its own variable (SEALTRAIL_KEK='{"type":...}'), then each of its fields
+// from the variable with its name as a further prefix (ops.otlpEndpoint:
+// SEALTRAIL_OPS_OTLP_ENDPOINT); an embedded area config (SIEMConfig) adds no prefix.
+func applyEnv(v reflect.Value, prefix string) error {
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		if f.Anonymous && f.Type.Kind() == reflect.Struct {
+			if err := applyEnv(v.Field(i), prefix); err != nil {
+				return err
+			}
 			continue
 		}
 		name := strings.Split(f.Tag.Get("json"), ",")[0]
-		env := "SEALTRAIL_" + strings.ToUpper(toSnake(name))
+		if name == "" || name == "-" {
+			continue
+		}
+		env := prefix + strings.ToUpper(toSnake(name))
 		raw, ok := os.LookupEnv(env)
+		if f.Type.Kind() == reflect.Struct {
+			if ok {
+				dec := json.NewDecoder(strings.NewReader(raw))
+				dec.DisallowUnknownFields()
+				if err := dec.Decode(v.Field(i).Addr().Interface()); err != nil {
+					return fmt.Errorf("config: %s: %w", env, err)
+				}
+			}
+			if err := applyEnv(v.Field(i), env+"_"); err != nil {
+				return err
+			}
+			continue
+		}
 		if !ok {
 			continue
 		}
 		switch f.Type.Kind() {
 		case reflect.String:
-			v.FieldByIndex(f.Index).SetString(raw)
+			v.Field(i).SetString(raw)
 		case reflect.Int:
 			n, err := strconv.Atoi(raw)
 			if err != nil {
 				return fmt.Errorf("config: %s=%q is not an integer", env, raw)
 			}
-			v.FieldByIndex(f.Index).SetInt(int64(n))
+			v.Field(i).SetInt(int64(n))
 		case reflect.Bool:
 			b, err := strconv.ParseBool(raw)
 			if err != nil {
 				return fmt.Errorf("config: %s=%q is not a boolean", env, raw)
 			}
-			v.FieldByIndex(f.Index).SetBool(b)
-		case reflect.Struct: // the same JSON as in the file
-			dec := json.NewDecoder(strings.NewReader(raw))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(v.FieldByIndex(f.Index).Addr().Interface()); err != nil {
-				return fmt.Errorf("config: %s: %w", env, err)
+			v.Field(i).SetBool(b)
+		case reflect.Float64:
+			x, err := strconv.ParseFloat(raw, 64)
+			if err != nil {
+				return fmt.Errorf("config: %s=%q is not a number", env, raw)
 			}
+			v.Field(i).SetFloat(x)
 		}
 	}
 	return nil
@@ -202,7 +234,10 @@ func (c *Config) resolve() error {
 	if err := c.Mail.resolve(); err != nil {
 		return err
 	}
-	return c.Dashboard.resolve()
+	if err := c.Dashboard.resolve(); err != nil {
+		return err
+	}
+	return c.Ops.resolve(c.DataDir)
 }
 
 func (c *Config) maxAge() time.Duration { return ms(c.MaxAgeMS) }

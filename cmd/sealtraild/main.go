@@ -2,6 +2,8 @@
 //
 //	sealtraild serve [--config file.json] [--listen addr] [--data dir] [--dev]
 //	sealtraild admin <command> ...   (a client of the operator API; see admin --help)
+//	sealtraild fsck [--config file.json] [--data dir] [--sweep]
+//	sealtraild rotate-key [--config file.json] [--data dir] [--new-key file]
 //
 // Configuration is one JSON schema (Config), overridable by SEALTRAIL_* environment
 // variables; see docs/operations.md.
@@ -25,6 +27,8 @@ const usage = `usage: sealtraild <command> [flags]
 commands:
   serve   run the service (serve --help for flags)
   admin   operator commands against a running service (admin --help)
+  fsck    check a deployment's catalog and object store (fsck --help)
+  rotate-key  hand the service key over to a new one, announced in the key history
 `
 
 func main() {
@@ -42,6 +46,10 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		err = serve(args[1:], stdout, stderr)
 	case "admin":
 		err = admin(args[1:], stdout, stderr)
+	case "rotate-key":
+		err = rotateKey(args[1:], stdout, stderr)
+	case "fsck":
+		err = fsckCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

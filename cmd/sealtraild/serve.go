@@ -114,6 +114,11 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	if err != nil {
 		return err
 	}
+	o, err := startOps(ctx, cfg, key, operatorToken, logger)
+	if err != nil {
+		return err
+	}
+	defer o.close()
 	cat, err := openCatalog(ctx, cfg.Catalog, logger)
 	if err != nil {
 		return err
@@ -167,7 +172,7 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	if err != nil {
 		return err
 	}
-	srv := httpServer(cfg, handler, logger)
+	srv := httpServer(cfg, o.handler(handler), logger)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("sealtraild serving", "addr", base, "catalog", redact(cfg.Catalog), "store", cfg.Store, "origin", cfg.Origin)

@@ -58,6 +58,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tiles.Store, opts Options) {
 		{"CanceledContext", testCanceled},
 		{"CreateAll", testCreateAll},
 		{"CreateAllThenPut", testCreateAllThenPut},
+		{"List", testList},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,8 @@
 // opportunistic checks that never block the call). It mirrors the Go client
 // (client/client.go, client/verify.go, client/methods.go).
 
+import { keyIntroducedAt, keyMoveRefusal, verifyKeyHistory } from "./keyhistory.js";
+import type { KeyHistory } from "./keyhistory.js";
 import type { SigningKey } from "./bytes.js";
 import { fromHex } from "./bytes.js";
 import { APIError, ProjectMismatchError, TamperError, UnexpectedResponseError, VerificationError } from "./errors.js";
@@ -175,6 +177,31 @@ export class SealtrailClient {
 
   #throwIfPoisoned(): void {
     if (this.#poison) throw this.#poison;
+  }
+
+  /**
+   * Fetches the service's key history (GET /key-history; a 404 is an empty history) and
+   * decides whether the service may move from the trusted key `from` to `to`. Returns the
+   * verified history and null, or a refusal (an unannounced change, or a history that does
+   * not verify: the service signed it). Network and other HTTP failures are thrown.
+   */
+  async #keyMove(from: string, to: string, signal: AbortSignal | undefined): Promise<[KeyHistory | null, string | null]> {
+    let raw: unknown;
+    try {
+      raw = await this.#json<unknown>("GET", "/key-history", undefined, undefined, signal);
+    } catch (e) {
+      if (e instanceof APIError && e.status === 404) raw = { transitions: [] };
+      else throw e;
+    }
+    let h: KeyHistory;
+    try {
+      h = await verifyKeyHistory(raw);
+    } catch (e) {
+      return [null, `service key changed from ${from} to ${to} and the key history does not verify: ${(e as Error).message}`];
+    }
+    const refusal = keyMoveRefusal(h, from, to);
+    if (refusal !== null) return [null, `service key changed from ${from} to ${to} without announcement: ${refusal}`];
+    return [h, null];
   }
 
   // ---- transport ----
@@ -418,11 +445,23 @@ export class SealtrailClient {
       const sibling = await this.#load(pinKey(this.baseUrl, s === "events" ? "project-audit" : "events"));
       if (sibling) expected = sibling.servicePublicKey;
     }
+    // A key other than the trusted one is accepted only when the service's signed key
+    // history announces the move from the trusted key to it (docs/key-rotation.md).
     if (pin && pin.servicePublicKey !== expected) {
-      return tamper("service_key_changed", `head pinned under service key ${pin.servicePublicKey}, configured key is ${expected}`);
+      const [, refusal] = await this.#keyMove(expected, pin.servicePublicKey, signal);
+      if (refusal !== null) {
+        return tamper("service_key_changed", `head pinned under service key ${pin.servicePublicKey}, configured key is ${expected}: ${refusal}`);
+      }
+      expected = pin.servicePublicKey;
     }
+    let introducedAt = "";
     if (root.servicePublicKey !== expected) {
-      return tamper("service_key_changed", `service presents key ${root.servicePublicKey}, expected ${expected}`);
+      const [h, refusal] = await this.#keyMove(expected, root.servicePublicKey, signal);
+      if (refusal !== null || h === null) {
+        return tamper("service_key_changed", `service presents key ${root.servicePublicKey}, expected ${expected}: ${refusal}`);
+      }
+      expected = root.servicePublicKey;
+      introducedAt = keyIntroducedAt(h, expected);
     }
     try {
       parsePublicKey(expected);
@@ -433,6 +472,9 @@ export class SealtrailClient {
       await verifySTH(expected, cur);
     } catch (e) {
       return tamper("bad_sth_signature", (e as Error).message);
+    }
+    if (introducedAt !== "" && cur.timestamp < introducedAt) {
+      return tamper("service_key_changed", `head dated ${cur.timestamp} is signed by key ${expected}, introduced at ${introducedAt}`);
     }
     if (cur.stream !== signedStreamName(s)) {
       throw new UnexpectedResponseError(`sealtrail: unexpected response: GET /root?stream=${s} served the head of stream ${JSON.stringify(cur.stream)}`);
@@ -510,7 +552,15 @@ export class SealtrailClient {
   async #trustedKey(s: Stream, signal: AbortSignal | undefined): Promise<{ pub: string; pin: PinnedHead | null }> {
     const key = pinKey(this.baseUrl, s);
     let pin = await this.#load(key);
-    if (this.#serviceKey !== undefined) return { pub: this.#serviceKey, pin };
+    if (this.#serviceKey !== undefined && (!pin || pin.servicePublicKey === this.#serviceKey)) return { pub: this.#serviceKey, pin };
+    if (pin && this.#serviceKey !== undefined) {
+      // The pin moved on from the configured key (an announced rotation): trust it only
+      // as far as the key history says.
+      const [, refusal] = await this.#keyMove(this.#serviceKey, pin.servicePublicKey, signal);
+      if (refusal !== null) {
+        throw this.#tamper(new TamperError(s, "service_key_changed", refusal, pin.sth, null));
+      }
+    }
     if (!pin) {
       await this.checkConsistency(s, { signal });
       pin = await this.#load(key);

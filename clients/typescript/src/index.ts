@@ -83,3 +83,5 @@ export {
 export type { STH, Receipt, ChainBreak, Checkpoint } from "./sth.js";
 export { decodeExportLine, Rebuilder, verifyExport, ExportLineError, ChainBreakError } from "./export.js";
 export type { ExportRecord, RebuildOptions, RebuildStats, ExportVerification } from "./export.js";
+export { verifyKeyHistory, keyMoveRefusal, keyTransitionSigningBytes, KEY_HISTORY_VERSION } from "./keyhistory.js";
+export type { KeyHistory, KeyTransition } from "./keyhistory.js";

@@ -89,7 +89,7 @@ export async function signSTH(key: SigningKey, s: Omit<STH, "signature"> & { sig
   return out;
 }
 
-async function verifyJCS(publicKeyHex: string, sigHex: unknown, body: string): Promise<void> {
+export async function verifyJCS(publicKeyHex: string, sigHex: unknown, body: string): Promise<void> {
   let pub: Uint8Array, sig: Uint8Array;
   try {
     pub = parsePublicKey(publicKeyHex);
