@@ -138,6 +138,8 @@ type Catalog interface {
 	LatestTreeHead(ctx context.Context, log LogID) (TreeHead, error)
 	ListTreeHeads(ctx context.Context, log LogID, limit int) ([]TreeHead, error)
 	SetAnchor(ctx context.Context, log LogID, treeSize uint64, a Anchor) (TreeHead, error)
+
+	AnchorCatalog
 }
 
 // MS truncates t to the millisecond precision the catalog stores, in UTC. The zero time

@@ -54,6 +54,7 @@ func Run(t *testing.T, open Open) {
 		{"LegalHolds", testLegalHolds},
 		{"DataKeys", testDataKeys},
 		{"TreeHeads", testTreeHeads},
+		{"Anchor", testAnchor},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
