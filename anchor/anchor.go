@@ -193,3 +193,7 @@ func (j *Job) ConsistencyProof(ctx context.Context, oldSize, newSize uint64) ([]
 	}
 	return tiles.NewReader(j.cfg.Store, Prefix, tiles.Tree{Size: st.Size, Root: st.Root}, j.cache).ConsistencyProof(ctx, oldSize, newSize)
 }
+
+// SetPublishers sets the publishers, which may need the job itself (the witness
+// asks it for consistency proofs). Call it before Run.
+func (j *Job) SetPublishers(ps []Publisher) { j.cfg.Publishers = ps }

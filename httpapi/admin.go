@@ -46,6 +46,7 @@ func (s *Server) adminRoutes(r *mux.Router) {
 		{"/projects/{project}/holds", http.MethodPost, s.adminCreateHold},
 		{"/projects/{project}/holds", http.MethodGet, s.adminListHolds},
 		{"/projects/{project}/holds/{hold}/release", http.MethodPost, s.adminReleaseHold},
+		{"/checkpoint-key", http.MethodGet, s.checkpointKey},
 	}
 	var paths []string
 	allowed := map[string][]string{}

@@ -43,6 +43,7 @@ commands:
   retention list --project P
   hold create --project P --event ID [--event ID...] [--reason TEXT]
   hold release --project P --hold H     hold list --project P
+  checkpoint-key show [--project P [--stream events|project-audit]]
 `
 
 type adminClient struct {

@@ -68,6 +68,8 @@ type Config struct {
 	MaxHeaderBytes      int `json:"maxHeaderBytes"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `json:"logLevel"`
+	// Anchor configures the tree_heads log and its publication (config_anchor.go).
+	Anchor AnchorConfig `json:"anchor"`
 }
 
 func defaultConfig() Config {
@@ -113,6 +115,12 @@ func (c *Config) load(path string) error {
 				return fmt.Errorf("config: %s=%q is not a boolean", env, raw)
 			}
 			v.Field(i).SetBool(b)
+		case reflect.Struct: // a section, as a JSON object
+			dec := json.NewDecoder(strings.NewReader(raw))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(v.Field(i).Addr().Interface()); err != nil {
+				return fmt.Errorf("config: %s: %w", env, err)
+			}
 		}
 	}
 	return nil
@@ -177,7 +185,7 @@ func (c *Config) resolve() error {
 	default:
 		return fmt.Errorf("config: logLevel %q must be debug, info, warn or error", c.LogLevel)
 	}
-	return nil
+	return c.Anchor.check()
 }
 
 func (c *Config) maxAge() time.Duration { return ms(c.MaxAgeMS) }

@@ -133,8 +133,13 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	if err := seq.Recover(ctx); err != nil {
 		return err
 	}
+	stopAnchoring, err := startAnchoring(ctx, cfg, cat, store, key, logger)
+	if err != nil {
+		return err
+	}
+	defer stopAnchoring()
 	ctl := control.New(cat, seq, logger)
-	api, err := httpapi.New(httpapi.Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: store,
+	api, err := httpapi.New(httpapi.Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: store, Origin: cfg.Origin,
 		OperatorToken: operatorToken, RateLimit: cfg.RateLimit, ReadRateLimit: cfg.ReadRateLimit,
 		AuthFailureLimit: cfg.AuthFailureLimit, WriteTimeout: ms(cfg.WriteTimeoutMS), MaxBatchEvents: cfg.MaxBatchEvents,
 		TrustProxyHeaders: cfg.TrustProxyHeaders, Logger: logger, Registry: reg,
@@ -303,6 +308,7 @@ func devSetup(ctx context.Context, ctl *control.Service, cfg Config, base, opera
 		fmt.Fprintf(out, "\nSealtrail is running at %s (data in %s).\n", base, cfg.DataDir)
 		fmt.Fprintf(out, "Demo project %s exists; its API key was printed at first start.\n", strings.TrimSpace(string(data)))
 		fmt.Fprintf(out, "Operator token: %s\nService public key: %s\n", operatorToken, pub)
+		printCheckpointKeys(out, cfg, key)
 		fmt.Fprintf(out, "New key: bin/sealtraild admin key create --project %s --scopes log:write,log:read,log:export,log:verify\n\n", strings.TrimSpace(string(data)))
 		return nil
 	}
@@ -331,7 +337,8 @@ Log an event:
 
 Operator API: bin/sealtraild admin --help (reads the token from %[7]s)
 Stop with Ctrl-C; restarting keeps every project, key and event.
-
 `, base, cfg.DataDir, p.ID, secret, operatorToken, pub, cfg.OperatorTokenFile)
+	printCheckpointKeys(out, cfg, key)
+	fmt.Fprintln(out)
 	return nil
 }
