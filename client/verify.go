@@ -326,7 +326,11 @@ func (c *Client) maybeCheck(s Stream) {
 		}()
 		ctx, cancel := context.WithTimeout(c.bgCtx, backgroundCheckTimeout)
 		defer cancel()
-		_, terr, err := c.check(ctx, s)
+		pinned, terr, err := c.check(ctx, s)
+		if terr == nil && err == nil {
+			// An anchored head the pinned history contradicts is tampering too.
+			terr, err = c.checkLatestAnchor(ctx, s, pinned)
+		}
 		switch {
 		case terr != nil:
 			c.tamper(terr)

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sealtrail/sealtrail/client"
 	"github.com/sealtrail/sealtrail/internal/testenv"
 	"github.com/sealtrail/sealtrail/tlog"
 )
@@ -158,6 +160,23 @@ func TestAnchoring(t *testing.T) {
 		}
 		if res := runBin(t, bin, dir, args...); res.code != 0 || strings.Count(res.stdout, "verified\n")+strings.Count(res.stdout, "verified,") < 2 {
 			t.Fatalf("verify anchor after growth: exit %d\n%s%s", res.code, res.stdout, res.stderr)
+		}
+		// The Go client checks the anchored heads against its own pins.
+		cl, err := client.New(client.Config{APIKey: p.all, BaseURL: s.base, AutoVerify: new(false),
+			ServicePublicKey: hex.EncodeToString(pub), ProjectID: p.id, WitnessKeys: []string{w.VerifierKey}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		page2, err := cl.GetAnchors(ctx, client.StreamEvents, 0)
+		if err != nil || len(page2.Heads) < 2 {
+			t.Fatalf("GetAnchors: %+v, %v", page2, err)
+		}
+		for i := range page2.Heads[:2] {
+			va, err := cl.VerifyAnchor(ctx, client.StreamEvents, &page2.Heads[i])
+			if err != nil || va.AnchoredAt.IsZero() || va.Pinned.TreeSize < va.Head.TreeSize {
+				t.Fatalf("client VerifyAnchor of head %d: %+v, %v", i, va, err)
+			}
 		}
 		s.stop()
 	})
