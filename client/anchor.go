@@ -45,14 +45,7 @@ type VerifiedAnchor struct {
 //     contradicts what it anchored is inconsistent_tree (tree_shrunk when its tree is
 //     smaller than the anchored one), which poisons the client.
 func (c *Client) VerifyAnchor(ctx context.Context, stream Stream, h *AttestedHead) (*VerifiedAnchor, error) {
-	if err := c.Err(); err != nil {
-		return nil, err
-	}
-	s, err := stream.normalize()
-	if err != nil {
-		return nil, err
-	}
-	pub, _, err := c.trustedKey(ctx, s)
+	s, pub, _, err := c.beginVerified(ctx, stream)
 	if err != nil {
 		return nil, err
 	}
