@@ -59,6 +59,17 @@ type AnchorCatalog interface {
 	SetAnchors(ctx context.Context, heads []TreeHead) error
 }
 
+// PublicReadCatalog holds the projects whose tlog-tiles path is readable without an
+// API key (issue 15, for mirrors; off by default).
+type PublicReadCatalog interface {
+	// SetPublicRead turns the project's public read mode on or off; an unknown
+	// project is ErrNotFound.
+	SetPublicRead(ctx context.Context, projectID string, on bool) error
+	// PublicRead reports whether the project's public read mode is on (false for an
+	// unknown project).
+	PublicRead(ctx context.Context, projectID string) (bool, error)
+}
+
 // ValidateAppend checks an AppendTreeHeads call before a driver writes anything.
 func ValidateAppend(oldSize uint64, heads []TreeHead, next TreeHeadsLog) error {
 	if next.Size != oldSize+uint64(len(heads)) || len(heads) == 0 {

@@ -118,3 +118,31 @@ func testAnchor(t *testing.T, db catalog.Catalog) {
 		t.Fatalf("UnanchoredTreeHeads below 1 = %+v, %v", un, err)
 	}
 }
+
+// testPublicRead: off by default, on and off again, per project; an unknown project
+// cannot be turned on.
+func testPublicRead(t *testing.T, db catalog.Catalog) {
+	ctx := ctxT(t)
+	createProjects(t, db, "prj_a", "prj_b")
+	if on, err := db.PublicRead(ctx, "prj_a"); err != nil || on {
+		t.Fatalf("default public read = %v, %v", on, err)
+	}
+	for range 2 { // turning it on twice is a no-op
+		if err := db.SetPublicRead(ctx, "prj_a", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if on, err := db.PublicRead(ctx, "prj_a"); err != nil || !on {
+		t.Fatalf("public read after turning it on = %v, %v", on, err)
+	}
+	if on, err := db.PublicRead(ctx, "prj_b"); err != nil || on {
+		t.Fatalf("project b's public read = %v, %v", on, err)
+	}
+	if err := db.SetPublicRead(ctx, "prj_a", false); err != nil {
+		t.Fatal(err)
+	}
+	if on, err := db.PublicRead(ctx, "prj_a"); err != nil || on {
+		t.Fatalf("public read after turning it off = %v, %v", on, err)
+	}
+	wantErr(t, "public read of an unknown project", db.SetPublicRead(ctx, "prj_none", true), catalog.ErrNotFound)
+}

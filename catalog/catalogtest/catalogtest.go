@@ -55,6 +55,7 @@ func Run(t *testing.T, open Open) {
 		{"DataKeys", testDataKeys},
 		{"TreeHeads", testTreeHeads},
 		{"Anchor", testAnchor},
+		{"PublicRead", testPublicRead},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -146,3 +146,27 @@ func (db *DB) SetAnchors(ctx context.Context, heads []catalog.TreeHead) error {
 	}
 	return nil
 }
+
+// SetPublicRead turns the project's public read mode on or off.
+func (db *DB) SetPublicRead(ctx context.Context, projectID string, on bool) error {
+	var err error
+	if on {
+		_, err = db.pool.Exec(ctx, `INSERT INTO public_read(project_id, since) VALUES ($1, $2) ON CONFLICT DO NOTHING`,
+			projectID, db.stamp(time.Time{}))
+	} else {
+		_, err = db.pool.Exec(ctx, `DELETE FROM public_read WHERE project_id = $1`, projectID)
+	}
+	if err != nil {
+		return fmt.Errorf("postgres: public read of %s: %w", projectID, mapErr(err))
+	}
+	return nil
+}
+
+// PublicRead reports whether the project's public read mode is on.
+func (db *DB) PublicRead(ctx context.Context, projectID string) (bool, error) {
+	var n int
+	if err := db.pool.QueryRow(ctx, `SELECT count(*) FROM public_read WHERE project_id = $1`, projectID).Scan(&n); err != nil {
+		return false, fmt.Errorf("postgres: public read of %s: %w", projectID, err)
+	}
+	return n == 1, nil
+}

@@ -154,3 +154,27 @@ func (db *DB) SetAnchors(ctx context.Context, heads []catalog.TreeHead) error {
 	}
 	return nil
 }
+
+// SetPublicRead turns the project's public read mode on or off.
+func (db *DB) SetPublicRead(ctx context.Context, projectID string, on bool) error {
+	var err error
+	if on {
+		_, err = db.w.ExecContext(ctx, `INSERT INTO public_read(project_id, since_ms) VALUES (?, ?) ON CONFLICT DO NOTHING`,
+			projectID, ms(db.stamp(time.Time{})))
+	} else {
+		_, err = db.w.ExecContext(ctx, `DELETE FROM public_read WHERE project_id = ?`, projectID)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: public read of %s: %w", projectID, mapErr(err))
+	}
+	return nil
+}
+
+// PublicRead reports whether the project's public read mode is on.
+func (db *DB) PublicRead(ctx context.Context, projectID string) (bool, error) {
+	var n int
+	if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM public_read WHERE project_id = ?`, projectID).Scan(&n); err != nil {
+		return false, fmt.Errorf("sqlite: public read of %s: %w", projectID, err)
+	}
+	return n == 1, nil
+}

@@ -18,3 +18,10 @@ CREATE TABLE tree_heads_log (
 );
 INSERT INTO tree_heads_log(id, size, root, compact_range, published_size, lease_holder, lease_until)
   VALUES (1, 0, decode(repeat('00', 32), 'hex'), ''::bytea, 0, '', 'epoch');
+
+-- Projects whose tlog-tiles path (checkpoints, tiles, entry bundles; never payloads)
+-- anyone may read without an API key, for mirrors (off unless the operator sets it).
+CREATE TABLE public_read (
+  project_id text PRIMARY KEY REFERENCES projects(id),
+  since      timestamptz NOT NULL
+);
