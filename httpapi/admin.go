@@ -47,6 +47,7 @@ func (s *Server) adminRoutes(r *mux.Router) {
 		{"/projects/{project}/holds", http.MethodGet, s.adminListHolds},
 		{"/projects/{project}/holds/{hold}/release", http.MethodPost, s.adminReleaseHold},
 		{"/checkpoint-key", http.MethodGet, s.checkpointKey},
+		{"/projects/{project}/public-read", http.MethodPut, s.adminSetPublicRead},
 	}
 	var paths []string
 	allowed := map[string][]string{}

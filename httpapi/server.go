@@ -174,7 +174,9 @@ func (s *Server) routes() {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(OpenAPI)
 	}).Methods(http.MethodGet)
-	r.HandleFunc("/api/v1/checkpoint-key", s.checkpointKey).Methods(http.MethodGet) // public: checkpointkey.go
+	r.HandleFunc("/api/v1/checkpoint-key", s.checkpointKey).Methods(http.MethodGet)                        // public: checkpointkey.go
+	r.HandleFunc("/public/v1/{projectId}/{stream}/checkpoint", s.publicTlogObject).Methods(http.MethodGet) // publicread.go
+	r.HandleFunc("/public/v1/{projectId}/{stream}/{path:tile/.+}", s.publicTlogObject).Methods(http.MethodGet)
 	r.Handle("/metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
 
 	api := r.PathPrefix("/api/v1").Subrouter()

@@ -44,6 +44,7 @@ commands:
   hold create --project P --event ID [--event ID...] [--reason TEXT]
   hold release --project P --hold H     hold list --project P
   checkpoint-key show [--project P [--stream events|project-audit]]
+  project public-read --project P --enabled true|false   (tlog-tiles path without API key, for mirrors)
 `
 
 type adminClient struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 )
 
 func init() {
@@ -35,6 +36,28 @@ func init() {
 				fmt.Fprintf(w, "stream origin:      %v\nstream key:         %v\n", st["origin"], st["verifierKey"])
 			}
 			fmt.Fprintf(w, "service public key: %v\n", resp["servicePublicKey"])
+		},
+	}
+}
+
+func init() {
+	adminCommands["project public-read"] = adminCommand{
+		flags: func(fs *flag.FlagSet) func() (string, string, any, error) {
+			project := fs.String("project", "", "")
+			enabled := fs.String("enabled", "", "")
+			return func() (string, string, any, error) {
+				if err := need(map[string]*string{"project": project, "enabled": enabled}); err != nil {
+					return "", "", nil, err
+				}
+				on, err := strconv.ParseBool(*enabled)
+				if err != nil {
+					return "", "", nil, fmt.Errorf("--enabled must be true or false, not %q", *enabled)
+				}
+				return "PUT", "/projects/" + url.PathEscape(*project) + "/public-read", map[string]bool{"publicRead": on}, nil
+			}
+		},
+		print: func(w io.Writer, resp map[string]any) {
+			fmt.Fprintf(w, "project %v: public read %v\n", resp["projectId"], resp["publicRead"])
 		},
 	}
 }
