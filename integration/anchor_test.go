@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -54,26 +55,10 @@ func sealtrailBin(t *testing.T) string {
 func TestAnchoring(t *testing.T) {
 	onEachCatalog(t, func(t *testing.T, c apiCatalog) {
 		dir := t.TempDir()
-		// The service key is made here so the witness can know the tree_heads log
-		// before the service starts.
-		pub, priv, err := tlog.GenerateKey()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Mkdir(filepath.Join(dir, "data"), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "data", "service.key"), []byte(hex.EncodeToString(priv.Seed())+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+		pub, w, anchorEnv := anchoringSetup(t, dir)
 		thOrigin := tlog.TreeHeadsOrigin(origin)
-		thKey, err := tlog.CheckpointVerifierKey(pub, thOrigin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := testenv.Omniwitness(t, testenv.WitnessedLog{Origin: thOrigin, VerifierKey: thKey})
-		cfg, _ := json.Marshal(map[string]any{"intervalMs": 300, "witnesses": []map[string]string{{"url": w.URL, "key": w.VerifierKey}}})
-		s := startServer(t, serveOpts{dir: dir, env: c.env("SEALTRAIL_ANCHOR=" + string(cfg))})
+		thKey, _ := tlog.CheckpointVerifierKey(pub, thOrigin)
+		s := startServer(t, serveOpts{dir: dir, env: c.env(anchorEnv)})
 
 		// Discovery, without an API key.
 		r := call(t, http.MethodGet, s.base+"/api/v1/checkpoint-key", "", nil)
@@ -180,6 +165,30 @@ func TestAnchoring(t *testing.T) {
 		}
 		s.stop()
 	})
+}
+
+// anchoringSetup makes the service key in dir/data before the service starts, so that
+// an omniwitness can know the tree_heads log, starts that witness, and returns the
+// key, the witness and the SEALTRAIL_ANCHOR setting (300 ms interval) naming it.
+func anchoringSetup(t *testing.T, dir string) (ed25519.PublicKey, testenv.Witness, string) {
+	t.Helper()
+	pub, priv, err := tlog.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "data"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "data", "service.key"), []byte(hex.EncodeToString(priv.Seed())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	thKey, err := tlog.CheckpointVerifierKey(pub, tlog.TreeHeadsOrigin(origin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := testenv.Omniwitness(t, testenv.WitnessedLog{Origin: tlog.TreeHeadsOrigin(origin), VerifierKey: thKey})
+	cfg, _ := json.Marshal(map[string]any{"intervalMs": 300, "witnesses": []map[string]string{{"url": w.URL, "key": w.VerifierKey}}})
+	return pub, w, "SEALTRAIL_ANCHOR=" + string(cfg)
 }
 
 // waitAnchored waits until the newest head of the events stream has size want and an
