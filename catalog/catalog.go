@@ -140,6 +140,8 @@ type Catalog interface {
 	SetAnchor(ctx context.Context, log LogID, treeSize uint64, a Anchor) (TreeHead, error)
 
 	MailStore // mail.go
+	AnchorCatalog
+	PublicReadCatalog
 }
 
 // MS truncates t to the millisecond precision the catalog stores, in UTC. The zero time

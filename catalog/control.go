@@ -210,6 +210,10 @@ type TreeHead struct {
 	Timestamp time.Time
 	Signature []byte
 	Anchor    *Anchor // nil until published
+	// Index is the head's leaf index in the tree_heads log when InLog; a head recorded
+	// with AddTreeHead is not in that log.
+	Index uint64
+	InLog bool
 }
 
 // Anchor is where a tree head was published in an external transparency log.

@@ -66,6 +66,10 @@ type Config struct {
 	// project on this base URL gives ErrProjectMismatch. Without it the project, like the
 	// key, is trusted on first use: that of the head first pinned on the base URL.
 	ProjectID string
+	// WitnessKeys are the signed-note verifier keys of the witnesses the caller
+	// trusts: VerifyAnchor then requires a cosignature of one of them. Without them an
+	// anchor is checked up to the service-signed tree_heads checkpoint.
+	WitnessKeys []string
 	// OnTamper is called once, with the error that poisoned the client, in addition to
 	// that error being returned. It runs on the goroutine that detected the tamper
 	// (a background goroutine for opportunistic checks) and must not block for long.
@@ -82,18 +86,19 @@ type Config struct {
 // Client talks to one Sealtrail service with one API key. It is safe for concurrent
 // use. Close stops its background checks.
 type Client struct {
-	baseURL    string
-	apiKey     string
-	http       *http.Client
-	signKeyID  string
-	signKey    ed25519.PrivateKey
-	serviceKey ed25519.PublicKey // configured key, or nil for trust on first use
-	projectID  string            // configured project, or "" for trust on first use
-	store      HeadStore
-	autoVerify bool
-	interval   time.Duration
-	onTamper   func(*TamperError)
-	onCheckErr func(Stream, error)
+	baseURL     string
+	apiKey      string
+	http        *http.Client
+	signKeyID   string
+	signKey     ed25519.PrivateKey
+	serviceKey  ed25519.PublicKey // configured key, or nil for trust on first use
+	projectID   string            // configured project, or "" for trust on first use
+	store       HeadStore
+	autoVerify  bool
+	interval    time.Duration
+	onTamper    func(*TamperError)
+	onCheckErr  func(Stream, error)
+	witnessKeys []string
 
 	// poison holds the first tamper error; once set it never changes.
 	poison atomic.Pointer[TamperError]
@@ -143,6 +148,12 @@ func New(cfg Config) (*Client, error) {
 		projectID:  cfg.ProjectID,
 		streams:    map[Stream]*streamState{},
 	}
+	for _, k := range cfg.WitnessKeys {
+		if _, err := tlog.NewCosignatureVerifier(k); err != nil {
+			return nil, fmt.Errorf("sealtrail client: WitnessKeys: %w", err)
+		}
+	}
+	c.witnessKeys = cfg.WitnessKeys
 	if cfg.SigningPrivateKey != "" {
 		k, err := tlog.ParsePrivateKey(cfg.SigningPrivateKey)
 		if err != nil {

@@ -351,7 +351,11 @@ func (c *Client) maybeCheck(s Stream) {
 		}()
 		ctx, cancel := context.WithTimeout(c.bgCtx, backgroundCheckTimeout)
 		defer cancel()
-		_, terr, err := c.check(ctx, s)
+		pinned, terr, err := c.check(ctx, s)
+		if terr == nil && err == nil {
+			// An anchored head the pinned history contradicts is tampering too.
+			terr, err = c.checkLatestAnchor(ctx, s, pinned)
+		}
 		switch {
 		case terr != nil:
 			c.tamper(terr)
@@ -369,14 +373,7 @@ func (c *Client) maybeCheck(s Stream) {
 // client; a bad signature is ErrProofFailed. A valid signature on a receipt whose Valid
 // is false is not an error: the receipt reports the first break the service found.
 func (c *Client) Verify(ctx context.Context, stream Stream) (*tlog.Receipt, error) {
-	if err := c.Err(); err != nil {
-		return nil, err
-	}
-	s, err := stream.normalize()
-	if err != nil {
-		return nil, err
-	}
-	pub, pinned, err := c.trustedKey(ctx, s)
+	s, pub, pinned, err := c.beginVerified(ctx, stream)
 	if err != nil {
 		return nil, err
 	}
@@ -399,6 +396,20 @@ func (c *Client) Verify(ctx context.Context, stream Stream) (*tlog.Receipt, erro
 		return nil, fmt.Errorf("%w: receipt of stream %q for stream %s", ErrProofFailed, rec.Stream, s)
 	}
 	return &rec, nil
+}
+
+// beginVerified starts a call that checks service signatures: the client must not be
+// poisoned, the stream valid, and the trusted service key known (trustedKey).
+func (c *Client) beginVerified(ctx context.Context, stream Stream) (Stream, ed25519.PublicKey, *PinnedHead, error) {
+	if err := c.Err(); err != nil {
+		return "", nil, nil, err
+	}
+	s, err := stream.normalize()
+	if err != nil {
+		return "", nil, nil, err
+	}
+	pub, pin, err := c.trustedKey(ctx, s)
+	return s, pub, pin, err
 }
 
 // trustedKey returns the key to verify s's signatures under: the configured key, or

@@ -32,6 +32,8 @@ type Catalog interface {
 	Project(ctx context.Context, id string) (catalog.Project, error)
 	ListProjects(ctx context.Context, afterID string, limit int) ([]catalog.Project, error)
 	SetIngestRateLimit(ctx context.Context, projectID string, limit int) (catalog.Project, error)
+	SetPublicRead(ctx context.Context, projectID string, on bool) error
+	PublicRead(ctx context.Context, projectID string) (bool, error)
 
 	CreateAPIKey(ctx context.Context, k catalog.APIKey) (catalog.APIKey, error)
 	APIKeyByHash(ctx context.Context, hash []byte) (catalog.APIKey, error)

@@ -47,6 +47,8 @@ func (s *Server) adminRoutes(r *mux.Router) {
 		{"/projects/{project}/holds", http.MethodGet, s.adminListHolds},
 		{"/projects/{project}/holds/{hold}/release", http.MethodPost, s.adminReleaseHold},
 		{"/kek", http.MethodGet, s.adminKEKStatus}, {"/kek/rewrap", http.MethodPost, s.adminKEKRewrap}, // kek.go
+		{"/checkpoint-key", http.MethodGet, s.checkpointKey},
+		{"/projects/{project}/public-read", http.MethodPut, s.adminSetPublicRead},
 	}
 	routes = append(routes, s.adminDigestRoutes()...)
 	s.handleOperator(r, routes)

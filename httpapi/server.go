@@ -56,6 +56,8 @@ type Config struct {
 	Catalog   Catalog
 	// Key is the service signing key (tree heads, receipts).
 	Key ed25519.PrivateKey
+	// Origin is the service origin of checkpoints (GET /api/v1/checkpoint-key).
+	Origin string
 	// Store serves the tlog-tiles read path (checkpoints, tiles, entry bundles).
 	Store tiles.Store
 	// OperatorToken authenticates /admin/v1; empty disables the operator API.
@@ -176,6 +178,9 @@ func (s *Server) routes() {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(OpenAPI)
 	}).Methods(http.MethodGet)
+	r.HandleFunc("/api/v1/checkpoint-key", s.checkpointKey).Methods(http.MethodGet)                        // public: checkpointkey.go
+	r.HandleFunc("/public/v1/{projectId}/{stream}/checkpoint", s.publicTlogObject).Methods(http.MethodGet) // publicread.go
+	r.HandleFunc("/public/v1/{projectId}/{stream}/{path:tile/.+}", s.publicTlogObject).Methods(http.MethodGet)
 	r.Handle("/metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{})).Methods(http.MethodGet)
 
 	api := r.PathPrefix("/api/v1").Subrouter()

@@ -261,13 +261,19 @@ func (s *Server) holdProof(w http.ResponseWriter, r *http.Request) {
 // hash tiles and entry bundles, from the store, or computed from committed state while
 // not yet materialized. Payload bundles are never served.
 func (s *Server) tlogObject(w http.ResponseWriter, r *http.Request) {
+	s.serveTlogObject(w, r, apiKeyFrom(r).ProjectID)
+}
+
+// serveTlogObject serves the tlog-tiles object named by the route's stream and path of
+// projectID's log.
+func (s *Server) serveTlogObject(w http.ResponseWriter, r *http.Request, projectID string) {
 	v := mux.Vars(r)
 	stream, err := streamParam(v["stream"])
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	prefix, err := tiles.StreamPrefix(apiKeyFrom(r).ProjectID, string(stream))
+	prefix, err := tiles.StreamPrefix(projectID, string(stream))
 	if err != nil {
 		writeError(w, http.StatusNotFound, "Not found")
 		return
@@ -285,7 +291,7 @@ func (s *Server) tlogObject(w http.ResponseWriter, r *http.Request) {
 	// of the checkpoint gets the latest committed tree materialized first; a tile not
 	// written yet (or of a partial width a publication skipped) is computed from
 	// committed state, with the bytes its object holds once written.
-	log := catalog.LogID{ProjectID: apiKeyFrom(r).ProjectID, Stream: stream}
+	log := catalog.LogID{ProjectID: projectID, Stream: stream}
 	if path == tiles.CheckpointPath {
 		if _, err := s.cfg.Sequencer.Materialize(r.Context(), log); err != nil {
 			s.internal(w, r, "materialize", err)

@@ -54,6 +54,8 @@ func Run(t *testing.T, open Open) {
 		{"LegalHolds", testLegalHolds},
 		{"DataKeys", testDataKeys},
 		{"TreeHeads", testTreeHeads},
+		{"Anchor", testAnchor},
+		{"PublicRead", testPublicRead},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,6 +12,12 @@ import (
 
 // groupOf returns a SealGroupFunc sealing n events on each checkpoint it gets (none
 // where n is 0), counting the calls of its durable function into durables.
+// GroupOf returns a SealGroupFunc that seals n[log] test events into each log.
+func GroupOf(n map[catalog.LogID]int) catalog.SealGroupFunc {
+	durables := 0
+	return groupOf(n, &durables)
+}
+
 func groupOf(n map[catalog.LogID]int, durables *int) catalog.SealGroupFunc {
 	return func(ctx context.Context, cps []catalog.Checkpoint) ([]*catalog.SealBatch, func() error, error) {
 		out := make([]*catalog.SealBatch, len(cps))

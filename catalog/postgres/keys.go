@@ -153,7 +153,7 @@ func (db *DB) DestroyDataKey(ctx context.Context, log catalog.LogID, epoch strin
 	return k, nil
 }
 
-const treeHeadCols = `project_id, stream, tree_size, root_hash, ts, signature, anchor_type, anchor_ref, anchor_proof, anchored_at`
+const treeHeadCols = `project_id, stream, tree_size, root_hash, ts, signature, anchor_type, anchor_ref, anchor_proof, anchored_at, th_index`
 
 func scanTreeHead(row scanner) (catalog.TreeHead, error) {
 	var (
@@ -163,9 +163,13 @@ func scanTreeHead(row scanner) (catalog.TreeHead, error) {
 		root, proof []byte
 		aType, ref  *string
 		anchored    *time.Time
+		index       *int64
 	)
-	if err := row.Scan(&h.Log.ProjectID, &stream, &size, &root, &h.Timestamp, &h.Signature, &aType, &ref, &proof, &anchored); err != nil {
+	if err := row.Scan(&h.Log.ProjectID, &stream, &size, &root, &h.Timestamp, &h.Signature, &aType, &ref, &proof, &anchored, &index); err != nil {
 		return h, err
+	}
+	if index != nil {
+		h.Index, h.InLog = uint64(*index), true
 	}
 	h.Log.Stream, h.TreeSize, h.Timestamp = catalog.Stream(stream), uint64(size), h.Timestamp.UTC()
 	if aType != nil && ref != nil {

@@ -246,9 +246,9 @@ func (db *DB) SetAnchor(ctx context.Context, log catalog.LogID, treeSize uint64,
 	return got[0], nil
 }
 
-func (db *DB) treeHeads(ctx context.Context, q *sql.DB, where string, args ...any) ([]catalog.TreeHead, error) {
+func (db *DB) treeHeads(ctx context.Context, q querier, where string, args ...any) ([]catalog.TreeHead, error) {
 	rows, err := q.QueryContext(ctx, `SELECT project_id, stream, tree_size, root_hash, ts_ms, signature,
-		anchor_type, anchor_ref, anchor_proof, anchored_ms FROM tree_heads `+where, args...)
+		anchor_type, anchor_ref, anchor_proof, anchored_ms, th_index FROM tree_heads `+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: tree heads: %w", err)
 	}
@@ -261,10 +261,12 @@ func (db *DB) treeHeads(ctx context.Context, q *sql.DB, where string, args ...an
 			aType, ref sql.NullString
 			proof      []byte
 			anchored   int64
+			index      sql.NullInt64
 		)
-		if err := row.Scan(&h.Log.ProjectID, &stream, &size, &root, &ts, &h.Signature, &aType, &ref, &proof, &anchored); err != nil {
+		if err := row.Scan(&h.Log.ProjectID, &stream, &size, &root, &ts, &h.Signature, &aType, &ref, &proof, &anchored, &index); err != nil {
 			return h, err
 		}
+		h.Index, h.InLog = uint64(index.Int64), index.Valid
 		h.Log.Stream, h.TreeSize, h.Timestamp = catalog.Stream(stream), uint64(size), catalog.FromUnixMS(ts)
 		if aType.Valid {
 			h.Anchor = &catalog.Anchor{Type: aType.String, Ref: ref.String, Proof: proof, AnchoredAt: catalog.FromUnixMS(anchored)}

@@ -9,6 +9,7 @@
 //	sealtrail verify consistency --old-size N --old-root H --new-size N --new-root H [--proof ...]
 //	sealtrail verify sth --sth F --service-key K [--key-history H]
 //	sealtrail verify digest --file F --service-key K
+//	sealtrail verify anchor --anchor F [--service-key K] [--witness-key V]... [--rekor-key F] [--tsa-cert F]
 //	sealtrail selfcheck
 //
 // Exit status: 0 verified, 1 tamper detected (the message says where and why), 2 usage
@@ -61,6 +62,7 @@ var commands = []*command{
 	{"verify consistency", "check an RFC 6962 consistency proof", consistencyUsage, runVerifyConsistency},
 	{"verify sth", "check a signed tree head under the service key", sthUsage, runVerifySTH},
 	{"verify digest", "check an email digest's signed facts and its text", digestUsage, runVerifyDigest},
+	{"verify anchor", "check an attested head from the stream head to its outside attestation", anchorUsage, runVerifyAnchor},
 	{"selfcheck", "build, export, verify and tamper a small log in memory", "", runSelfcheck},
 	{"help", "show this help", "", nil},
 }
@@ -84,7 +86,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		hint := "run 'sealtrail help' for the list"
 		if args[0] == "verify" {
-			hint = "verify takes full, inclusion, consistency, sth or digest"
+			hint = "verify takes full, inclusion, consistency, sth, digest or anchor"
 		}
 		fmt.Fprintf(stderr, "sealtrail: unknown command %q; %s\n", name, hint)
 		return exitUsage

@@ -52,6 +52,8 @@ commands:
       [--ca-cert FILE] [--server-name NAME]
   siem list --project P                 siem get --project P --destination D
   siem pause|resume|delete --project P --destination D   (resume also retries a dead letter)
+  checkpoint-key show [--project P [--stream events|project-audit]]
+  project public-read --project P --enabled true|false   (tlog-tiles path without API key, for mirrors)
 `
 
 type adminClient struct {

@@ -77,6 +77,8 @@ type Config struct {
 	SIEMConfig
 	// Ops: the service key history, tracing and profiling (config_ops.go).
 	Ops OpsConfig `json:"ops"`
+	// Anchor configures the tree_heads log and its publication (config_anchor.go).
+	Anchor AnchorConfig `json:"anchor"`
 }
 
 func defaultConfig() Config {
@@ -237,7 +239,10 @@ func (c *Config) resolve() error {
 	if err := c.Dashboard.resolve(); err != nil {
 		return err
 	}
-	return c.Ops.resolve(c.DataDir)
+	if err := c.Ops.resolve(c.DataDir); err != nil {
+		return err
+	}
+	return c.Anchor.check()
 }
 
 func (c *Config) maxAge() time.Duration { return ms(c.MaxAgeMS) }

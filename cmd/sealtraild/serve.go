@@ -144,6 +144,11 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	if err := seq.Recover(ctx); err != nil {
 		return err
 	}
+	stopAnchoring, err := startAnchoring(ctx, cfg, cat, store, key, logger)
+	if err != nil {
+		return err
+	}
+	defer stopAnchoring()
 	ctl := control.New(cat, seq, logger)
 	_, stopMail, err := startMail(ctx, cfg, cat, seq, key, logger, reg) // the queue: for the dashboard's sign-in links
 	if err != nil {
@@ -155,7 +160,7 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 		return err
 	}
 	defer stopSIEM() // on the error paths; the graceful path stops it before the sequencer
-	api, err := httpapi.New(httpapi.Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: store,
+	api, err := httpapi.New(httpapi.Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: store, Origin: cfg.Origin,
 		OperatorToken: operatorToken, RateLimit: cfg.RateLimit, ReadRateLimit: cfg.ReadRateLimit,
 		AuthFailureLimit: cfg.AuthFailureLimit, WriteTimeout: ms(cfg.WriteTimeoutMS), MaxBatchEvents: cfg.MaxBatchEvents,
 		TrustProxyHeaders: cfg.TrustProxyHeaders, Logger: logger, Registry: reg, SIEM: siemAdmin, KEK: rotator,
@@ -330,6 +335,7 @@ func devSetup(ctx context.Context, ctl *control.Service, cfg Config, base, opera
 		fmt.Fprintf(out, "\nSealtrail is running at %s (data in %s).\n", base, cfg.DataDir)
 		fmt.Fprintf(out, "Demo project %s exists; its API key was printed at first start.\n", strings.TrimSpace(string(data)))
 		fmt.Fprintf(out, "Operator token: %s\nService public key: %s\n", operatorToken, pub)
+		printCheckpointKeys(out, cfg, key)
 		fmt.Fprintf(out, "New key: bin/sealtraild admin key create --project %s --scopes log:write,log:read,log:export,log:verify\n\n", strings.TrimSpace(string(data)))
 		return nil
 	}
@@ -358,7 +364,8 @@ Log an event:
 
 Operator API: bin/sealtraild admin --help (reads the token from %[7]s)
 Stop with Ctrl-C; restarting keeps every project, key and event.
-
 `, base, cfg.DataDir, p.ID, secret, operatorToken, pub, cfg.OperatorTokenFile)
+	printCheckpointKeys(out, cfg, key)
+	fmt.Fprintln(out)
 	return nil
 }
