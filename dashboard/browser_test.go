@@ -94,9 +94,13 @@ func (b *browser) signIn(s *site, email string, shot bool) {
 	if shot {
 		b.shot("01-signin")
 	}
+	before, err := s.mail.CountTo(b.ctx, email)
+	if err != nil {
+		b.t.Fatal(err)
+	}
 	b.do("ask for a link", chromedp.SendKeys(chromedp.ID("email"), email), chromedp.Click(chromedp.ID("send-link")),
 		chromedp.WaitVisible(chromedp.ID("sent")))
-	text, err := s.mail.LatestText(b.ctx, email)
+	text, err := s.mail.LatestText(b.ctx, email, before)
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -70,7 +70,8 @@ type Config struct {
 	LogLevel string `json:"logLevel"`
 	// Mail configures email: SMTP delivery and digests (config_mail.go).
 	Mail MailConfig `json:"mail"`
-	// Dashboard configures the web dashboard and its SMTP server (config_dashboard.go).
+	// Dashboard configures the web dashboard (config_dashboard.go); its mail goes
+	// through Mail.
 	Dashboard DashboardConfig `json:"dashboard"`
 }
 
@@ -181,10 +182,10 @@ func (c *Config) resolve() error {
 	default:
 		return fmt.Errorf("config: logLevel %q must be debug, info, warn or error", c.LogLevel)
 	}
-	if err := c.Mail.resolve(); err != nil {
+	if err := c.Dashboard.resolve(); err != nil {
 		return err
 	}
-	return c.Dashboard.resolve()
+	return c.Mail.resolve(c.Dashboard.publicHost())
 }
 
 func (c *Config) maxAge() time.Duration { return ms(c.MaxAgeMS) }
