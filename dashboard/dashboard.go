@@ -220,6 +220,9 @@ func (s *Server) routes() http.Handler {
 	post("/holds", canManage, s.createHold)
 	get("/holds/{hold}", canRead, s.holdPage)
 	post("/holds/{hold}/release", canManage, s.releaseHold)
+	get("/digests", canRead, s.digestsPage)
+	post("/digests/schedule", canManage, s.setDigestSchedule)
+	post("/digests/me", canRead, s.setDigestOptIn)
 	return r
 }
 
