@@ -36,8 +36,9 @@ import (
 	"github.com/sealtrail/sealtrail/control"
 )
 
-// Mailer sends one plain-text email. Send returns once the message is handed over
-// (to an SMTP server or a durable queue); it may be called concurrently.
+// Mailer sends one plain-text email. Send returns once the message is handed over;
+// it may be called concurrently. sealtraild passes the mail package's durable queue
+// (*mail.Queue), whose Send wakes its runner so a sign-in link goes out at once.
 type Mailer interface {
 	Send(ctx context.Context, to, subject, textBody string) error
 }

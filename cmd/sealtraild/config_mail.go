@@ -63,6 +63,13 @@ func (m *MailConfig) resolve(defaultHost string) error {
 	if m.DigestIntervalMS < 0 || m.PollMS < 0 {
 		return fmt.Errorf("config: mail.digestIntervalMs and mail.pollMs must be positive")
 	}
+	switch m.TLS {
+	case "":
+		m.TLS = "starttls"
+	case "starttls", "tls", "none":
+	default:
+		return fmt.Errorf("config: mail.tls %q must be starttls, tls or none", m.TLS)
+	}
 	if m.SMTPAddr == "" {
 		return nil
 	}

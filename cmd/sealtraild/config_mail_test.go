@@ -26,7 +26,7 @@ func TestConfigMail(t *testing.T) {
 	}
 	m := c.Mail
 	if m.SMTPAddr != "smtp.example.com:587" || m.Username != "user" || m.PasswordFile != "/run/secrets/smtp" ||
-		m.DigestIntervalMS != 1000 || m.PollMS != 5000 {
+		m.DigestIntervalMS != 1000 || m.PollMS != 5000 || m.TLS != "starttls" {
 		t.Fatalf("mail config = %+v", m)
 	}
 
@@ -39,6 +39,7 @@ func TestConfigMail(t *testing.T) {
 		{"no sender and no default", MailConfig{SMTPAddr: "smtp.example.com:25"}, "mail.from"},
 		{"a named sender", MailConfig{SMTPAddr: "smtp.example.com:25", From: "Sealtrail <a@example.com>"}, "mail.from"},
 		{"user without password", MailConfig{SMTPAddr: "smtp.example.com:25", From: "a@example.com", Username: "u"}, "mail.passwordFile"},
+		{"unknown TLS mode", MailConfig{SMTPAddr: "smtp.example.com:25", From: "a@example.com", TLS: "ssl"}, "mail.tls"},
 		{"negative interval", MailConfig{DigestIntervalMS: -1}, "mail.digestIntervalMs"},
 	} {
 		t.Setenv("SEALTRAIL_SMTP_USERNAME", tc.mail.Username)
