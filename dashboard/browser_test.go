@@ -94,9 +94,13 @@ func (b *browser) signIn(s *site, email string, shot bool) {
 	if shot {
 		b.shot("01-signin")
 	}
+	before, err := s.mail.CountTo(b.ctx, email)
+	if err != nil {
+		b.t.Fatal(err)
+	}
 	b.do("ask for a link", chromedp.SendKeys(chromedp.ID("email"), email), chromedp.Click(chromedp.ID("send-link")),
 		chromedp.WaitVisible(chromedp.ID("sent")))
-	text, err := s.mail.LatestText(b.ctx, email)
+	text, err := s.mail.LatestText(b.ctx, email, before)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -228,6 +232,14 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("an unsigned event after registering a key: %d %s", code, body)
 	}
 
+	// Digests: the owner sets the schedule.
+	b.do("digest schedule", chromedp.Navigate(base+"/digests"), chromedp.WaitVisible(chromedp.ID("set-digest-schedule")),
+		chromedp.SetValue(chromedp.ID("digest-schedule-select"), "weekly"), chromedp.Click(chromedp.ID("set-digest-schedule")),
+		chromedp.WaitVisible(chromedp.ID("notice")))
+	if got := b.text("#digest-schedule"); got != "weekly" {
+		t.Fatalf("digest schedule after setting weekly: %q", got)
+	}
+
 	// A member without rights: no management links, and the server refuses the pages
 	// and a same-origin POST made from the page's own script.
 	m := newBrowser(t)
@@ -247,6 +259,17 @@ func TestBrowser(t *testing.T) {
 		chromedp.EvalAwaitPromise))
 	if status != http.StatusForbidden {
 		t.Fatalf("member POST /keys from the page: %d, want 403", status)
+	}
+	// Digests: the member opts in on the page, without a schedule form.
+	m.do("member digests", chromedp.Navigate(base+"/digests"), chromedp.WaitVisible(chromedp.ID("digest-opt-in")),
+		chromedp.Click(chromedp.ID("digest-opt-in")), chromedp.WaitVisible(chromedp.ID("digest-opt-out")))
+	if run(m, "schedule form", chromedp.Evaluate[bool](`document.getElementById("set-digest-schedule") !== null`)) {
+		t.Error("a member sees the digest schedule form")
+	}
+	m.shot("10-member-digests")
+	if d, err := s.ctl.DigestSettings(context.Background(), s.projectA); err != nil || len(d.Recipients) != 1 ||
+		d.Recipients[0] != "bob@example.com" || d.Schedule != "weekly" {
+		t.Fatalf("digest settings after the browser steps: %+v, %v", d, err)
 	}
 	if n := countKeys(t, s, s.projectA); n != 2 {
 		t.Fatalf("keys after the member's POST: %d, want 2", n)

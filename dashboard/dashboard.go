@@ -36,8 +36,9 @@ import (
 	"github.com/sealtrail/sealtrail/control"
 )
 
-// Mailer sends one plain-text email. Send returns once the message is handed over
-// (to an SMTP server or a durable queue); it may be called concurrently.
+// Mailer sends one plain-text email. Send returns once the message is handed over;
+// it may be called concurrently. sealtraild passes the mail package's durable queue
+// (*mail.Queue), whose Send wakes its runner so a sign-in link goes out at once.
 type Mailer interface {
 	Send(ctx context.Context, to, subject, textBody string) error
 }
@@ -220,6 +221,9 @@ func (s *Server) routes() http.Handler {
 	post("/holds", canManage, s.createHold)
 	get("/holds/{hold}", canRead, s.holdPage)
 	post("/holds/{hold}/release", canManage, s.releaseHold)
+	get("/digests", canRead, s.digestsPage)
+	post("/digests/schedule", canManage, s.setDigestSchedule)
+	post("/digests/me", canRead, s.setDigestOptIn)
 	return r
 }
 

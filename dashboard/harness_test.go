@@ -24,6 +24,7 @@ import (
 	"github.com/sealtrail/sealtrail/httpapi"
 	"github.com/sealtrail/sealtrail/internal/testenv"
 	"github.com/sealtrail/sealtrail/keyring"
+	"github.com/sealtrail/sealtrail/mail"
 	"github.com/sealtrail/sealtrail/sequencer"
 	"github.com/sealtrail/sealtrail/tiles/mem"
 	"github.com/sealtrail/sealtrail/tlog"
@@ -42,7 +43,7 @@ type site struct {
 	url      string
 	ctl      *control.Service
 	cat      dashCatalog
-	mail     *testenv.MailpitServer
+	mail     *testenv.Mailpit
 	key      ed25519.PrivateKey
 	projectA string // alice@example.com owner, bob@example.com member, carol@example.com auditor
 	projectB string // dave@example.com owner
@@ -125,7 +126,7 @@ func newSite(t *testing.T, kind string) *site {
 	})
 	clk := &clock{}
 	dash, err := dashboard.New(dashboard.Config{Control: ctl, Store: cat, API: api, OperatorToken: operatorToken,
-		Mailer: &dashboard.SMTPSender{Addr: mp.SMTPAddr, From: "sealtrail@example.com"}, PublicURL: srv.URL, Now: clk.now})
+		Mailer: startQueue(t, cat, mp), PublicURL: srv.URL, Now: clk.now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +158,27 @@ func newSite(t *testing.T, kind string) *site {
 	return s
 }
 
+// startQueue returns the mail queue over cat, delivered to mp by the real SMTP sender
+// (STARTTLS and AUTH) until the test ends. It polls only hourly: a sign-in link that
+// arrives within LatestText's 10 s shows that Send wakes the runner.
+func startQueue(t *testing.T, cat mail.Store, mp *testenv.Mailpit) *mail.Queue {
+	t.Helper()
+	sender, err := mail.NewSMTP(mail.SMTPConfig{Addr: mp.SMTPAddr, From: "sealtrail@example.com",
+		Username: testenv.MailpitUser, Password: testenv.MailpitPassword, RootCAs: mp.RootCAs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := mail.NewQueue(cat, sender, mail.QueueConfig{Poll: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); q.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return q
+}
+
 // logEvent logs an event in project A with token; it returns the status and body.
 func (s *site) logEvent(token, body string) (int, string) {
 	s.t.Helper()
@@ -178,10 +200,15 @@ var linkRE = regexp.MustCompile(`https?://\S+/dashboard/signin/link\?token=[A-Za
 // mailedLink asks for a sign-in link for email and reads it back from mailpit.
 func (s *site) mailedLink(c *client, email string) string {
 	s.t.Helper()
+	ctx := context.Background()
+	before, err := s.mail.CountTo(ctx, email)
+	if err != nil {
+		s.t.Fatal(err)
+	}
 	if code, body := c.post("/dashboard/signin/email", url.Values{"email": {email}}); code != http.StatusOK {
 		s.t.Fatalf("ask for a link: %d %s", code, body)
 	}
-	text, err := s.mail.LatestText(context.Background(), email)
+	text, err := s.mail.LatestText(ctx, email, before)
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -78,6 +78,9 @@ var notices = map[string]string{
 	"retention-set":       "Retention set.",
 	"hold-created":        "Legal hold created; its membership root is sealed in project_audit.",
 	"hold-released":       "Legal hold released.",
+	"digest-schedule-set": "Digest schedule set.",
+	"digest-opted-in":     "You will receive this project's digest.",
+	"digest-opted-out":    "You will no longer receive this project's digest.",
 }
 
 // redirect answers a change with 303 to the project page path with a notice.

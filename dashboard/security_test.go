@@ -167,7 +167,7 @@ func TestLinkBoundToEmailAndProject(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		if text, err := s.mail.LatestText(ctx, "eve@example.com"); err == nil {
+		if text, err := s.mail.LatestText(ctx, "eve@example.com", 0); err == nil {
 			t.Fatalf("a non-member was mailed a link: %s", text)
 		}
 	})

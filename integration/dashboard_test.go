@@ -56,15 +56,15 @@ func TestDashboardBinary(t *testing.T) {
 	onEachCatalog(t, func(t *testing.T, c apiCatalog) {
 		mp := testenv.StartMailpit(t)
 		dir := t.TempDir()
-		s := startServer(t, serveOpts{dir: dir, dev: true, env: c.env("SEALTRAIL_SMTP_ADDR=" + mp.SMTPAddr)})
+		s := startServer(t, serveOpts{dir: dir, dev: true, env: c.env(smtpEnv(t, mp)...)})
 		// --dev prints after the server is ready.
-		for deadline := time.Now().Add(startTimeout); !strings.Contains(s.stdout.String(), "sign-in link is sent through"); time.Sleep(20 * time.Millisecond) {
+		for deadline := time.Now().Add(startTimeout); !strings.Contains(s.stdout.String(), "sign-in link is sent from"); time.Sleep(20 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatalf("--dev output does not show the dashboard:\n%s", s.stdout.String())
 			}
 		}
 		if out := s.stdout.String(); !strings.Contains(out, "Dashboard: "+s.base+"/dashboard/") ||
-			!strings.Contains(out, "one-time sign-in link is sent through "+mp.SMTPAddr) {
+			!strings.Contains(out, "one-time sign-in link is sent from sealtrail@localhost through "+mp.SMTPAddr) {
 			t.Fatalf("--dev output does not show the dashboard:\n%s", out)
 		}
 		p := s.newProject("dashboard")
@@ -75,7 +75,7 @@ func TestDashboardBinary(t *testing.T) {
 		if code, body := b.do(http.MethodPost, s.base+"/dashboard/signin/email", url.Values{"email": {"alice@example.com"}}); code != http.StatusOK {
 			t.Fatalf("ask for a link: %d %s", code, body)
 		}
-		text, err := mp.LatestText(context.Background(), "alice@example.com")
+		text, err := mp.LatestText(context.Background(), "alice@example.com", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func TestDashboardBinary(t *testing.T) {
 		}
 
 		s.stop()
-		s = startServer(t, serveOpts{dir: dir, env: c.env("SEALTRAIL_SMTP_ADDR=" + mp.SMTPAddr)})
+		s = startServer(t, serveOpts{dir: dir, env: c.env(smtpEnv(t, mp)...)})
 		code, body = b.do(http.MethodGet, s.base+"/dashboard/p/"+p.id+"/api/events?action=made.in.dashboard", nil)
 		if code != http.StatusOK || !strings.Contains(body, "made.in.dashboard") {
 			t.Fatalf("the session after a restart: %d %s", code, body)

@@ -27,13 +27,8 @@ func TestDigestsTwoReplicas(t *testing.T) {
 	if err := os.Chmod(dataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	pwFile := filepath.Join(t.TempDir(), "smtp.password")
-	if err := os.WriteFile(pwFile, []byte(testenv.MailpitPassword+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env := []string{"SEALTRAIL_CATALOG=" + dsn, "SEALTRAIL_SMTP_ADDR=" + pit.SMTPAddr, "SEALTRAIL_SMTP_FROM=digests@sealtrail.test",
-		"SEALTRAIL_SMTP_USERNAME=" + testenv.MailpitUser, "SEALTRAIL_SMTP_PASSWORD_FILE=" + pwFile,
-		"SEALTRAIL_SMTP_CA_FILE=" + pit.CertFile, "SEALTRAIL_DIGEST_INTERVAL_MS=200", "SEALTRAIL_MAIL_POLL_MS=100"}
+	env := append(smtpEnv(t, pit), "SEALTRAIL_CATALOG="+dsn, "SEALTRAIL_SMTP_FROM=digests@sealtrail.test",
+		"SEALTRAIL_DIGEST_INTERVAL_MS=200", "SEALTRAIL_MAIL_POLL_MS=100")
 	a := startServer(t, serveOpts{dataDir: dataDir, env: env})
 	b := startServer(t, serveOpts{dataDir: dataDir, env: env})
 
@@ -91,4 +86,16 @@ func TestDigestsTwoReplicas(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "digest_text_edited") {
 		t.Fatalf("verify an edited digest: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// smtpEnv is the environment that points sealtraild at pit: its address, its AUTH
+// credentials (the password in a 0600 file) and its certificate for STARTTLS.
+func smtpEnv(t *testing.T, pit *testenv.Mailpit) []string {
+	t.Helper()
+	pwFile := filepath.Join(t.TempDir(), "smtp.password")
+	if err := os.WriteFile(pwFile, []byte(testenv.MailpitPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"SEALTRAIL_SMTP_ADDR=" + pit.SMTPAddr, "SEALTRAIL_SMTP_USERNAME=" + testenv.MailpitUser,
+		"SEALTRAIL_SMTP_PASSWORD_FILE=" + pwFile, "SEALTRAIL_SMTP_CA_FILE=" + pit.CertFile}
 }

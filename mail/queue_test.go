@@ -335,3 +335,25 @@ func TestQueueCrashAfterAccept(t *testing.T) {
 		t.Fatal("a message recorded as sent was sent again")
 	}
 }
+
+// TestSendWakesRun: a message queued while Run waits goes out at once, not at the next
+// poll (an hour here), as the dashboard's sign-in links need.
+func TestSendWakesRun(t *testing.T) {
+	w := newWorld(t)
+	q, err := NewQueue(openSQLite(t), w.smtp(), QueueConfig{Poll: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(w.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); q.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	for i, to := range []string{"ann@example.com", "bob@example.com"} {
+		if err := q.Send(w.ctx, to, "Your sign-in link", "https://x.test/link"); err != nil {
+			t.Fatal(err)
+		}
+		if msgs := waitMessages(t, w.pit, i+1); msgs[0].To[0].Address != to {
+			t.Fatalf("newest message to %s, want %s", msgs[0].To[0].Address, to)
+		}
+	}
+}

@@ -72,7 +72,8 @@ type Config struct {
 	LogLevel string `json:"logLevel"`
 	// Mail configures email: SMTP delivery and digests (config_mail.go).
 	Mail MailConfig `json:"mail"`
-	// Dashboard configures the web dashboard and its SMTP server (config_dashboard.go).
+	// Dashboard configures the web dashboard (config_dashboard.go); its mail goes
+	// through Mail.
 	Dashboard DashboardConfig `json:"dashboard"`
 	SIEMConfig
 	// Ops: the service key history, tracing and profiling (config_ops.go).
@@ -233,10 +234,10 @@ func (c *Config) resolve() error {
 	default:
 		return fmt.Errorf("config: logLevel %q must be debug, info, warn or error", c.LogLevel)
 	}
-	if err := c.Mail.resolve(); err != nil {
+	if err := c.Dashboard.resolve(); err != nil {
 		return err
 	}
-	if err := c.Dashboard.resolve(); err != nil {
+	if err := c.Mail.resolve(c.Dashboard.publicHost()); err != nil {
 		return err
 	}
 	if err := c.Ops.resolve(c.DataDir); err != nil {

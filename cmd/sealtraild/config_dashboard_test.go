@@ -17,12 +17,12 @@ func TestConfigDashboard(t *testing.T) {
 	if err := c.resolve(); err != nil {
 		t.Fatal(err)
 	}
-	if d := c.Dashboard; d.Disabled || d.PublicURL != "" || d.SMTPAddr != "" {
-		t.Fatalf("defaults: %+v", d)
+	if d := c.Dashboard; d.Disabled || d.PublicURL != "" || c.Mail.SMTPAddr != "" {
+		t.Fatalf("defaults: %+v %+v", d, c.Mail)
 	}
 
 	path := filepath.Join(t.TempDir(), "config.json")
-	if err := os.WriteFile(path, []byte(`{"dashboard":{"publicUrl":"https://audit.example.com","smtpAddr":"mail.example.com:587"}}`), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(`{"dashboard":{"publicUrl":"https://audit.example.com"},"mail":{"smtpAddr":"mail.example.com:587"}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c = defaultConfig()
@@ -34,16 +34,17 @@ func TestConfigDashboard(t *testing.T) {
 	if err := c.resolve(); err != nil {
 		t.Fatal(err)
 	}
-	if d := c.Dashboard; d.PublicURL != "https://audit.example.com" || d.SMTPFrom != "sealtrail@audit.example.com" ||
-		d.SMTPUsername != "sealtrail" || d.SMTPPasswordFile != "/run/secrets/smtp" {
-		t.Fatalf("from the file and the environment: %+v", d)
+	// The mail sender defaults to an address at the public host.
+	if d, m := c.Dashboard, c.Mail; d.PublicURL != "https://audit.example.com" || m.From != "sealtrail@audit.example.com" ||
+		m.Username != "sealtrail" || m.PasswordFile != "/run/secrets/smtp" {
+		t.Fatalf("from the file and the environment: %+v %+v", d, m)
 	}
 
 	for _, tc := range []struct{ env, value, want string }{
 		{"SEALTRAIL_DASHBOARD_PUBLIC_URL", "ftp://x", "publicUrl"},
 		{"SEALTRAIL_DASHBOARD_PUBLIC_URL", "https://audit.example.com/sub", "publicUrl"},
 		{"SEALTRAIL_SMTP_ADDR", "mail.example.com", "smtpAddr"},
-		{"SEALTRAIL_SMTP_FROM", "Sealtrail <a@b.c>", "smtpFrom"},
+		{"SEALTRAIL_SMTP_FROM", "Sealtrail <a@b.c>", "mail.from"},
 		{"SEALTRAIL_SMTP_PASSWORD_FILE", "", "go together"}, // the username is still set above
 	} {
 		t.Run(tc.env+"="+tc.value, func(t *testing.T) {
@@ -59,8 +60,20 @@ func TestConfigDashboard(t *testing.T) {
 		})
 	}
 
+	// A make run-style config: only the SMTP address set, no public URL.
+	t.Setenv("SEALTRAIL_SMTP_USERNAME", "")
+	t.Setenv("SEALTRAIL_SMTP_PASSWORD_FILE", "")
+	t.Setenv("SEALTRAIL_SMTP_ADDR", "127.0.0.1:1025")
+	c = defaultConfig()
+	if err := c.load(""); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.resolve(); err != nil || c.Mail.From != "sealtrail@localhost" {
+		t.Fatalf("only SEALTRAIL_SMTP_ADDR: %v, %+v", err, c.Mail)
+	}
+
 	t.Setenv("SEALTRAIL_DASHBOARD_DISABLED", "true")
-	t.Setenv("SEALTRAIL_SMTP_ADDR", "not an address")
+	t.Setenv("SEALTRAIL_DASHBOARD_PUBLIC_URL", "ftp://x")
 	c = defaultConfig()
 	if err := c.load(""); err != nil {
 		t.Fatal(err)
@@ -80,10 +93,10 @@ func TestPrintDashboard(t *testing.T) {
 		!strings.Contains(s, "operator token") || !strings.Contains(s, "SEALTRAIL_SMTP_ADDR") {
 		t.Fatalf("without SMTP:\n%s", s)
 	}
-	c.Dashboard.SMTPAddr = "127.0.0.1:1025"
+	c.Mail.SMTPAddr, c.Mail.From = "127.0.0.1:1025", "sealtrail@localhost"
 	out.Reset()
 	printDashboard(&out, c)
-	if s := out.String(); !strings.Contains(s, "one-time sign-in link is sent through 127.0.0.1:1025") {
+	if s := out.String(); !strings.Contains(s, "one-time sign-in link is sent from sealtrail@localhost through 127.0.0.1:1025") {
 		t.Fatalf("with SMTP:\n%s", s)
 	}
 	c.Dashboard.Disabled = true

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"net"
+	"net/mail"
 	"os"
 	"strconv"
 )
@@ -14,7 +15,8 @@ import (
 type MailConfig struct {
 	// SMTPAddr is the mail server, host:port (SEALTRAIL_SMTP_ADDR).
 	SMTPAddr string `json:"smtpAddr"`
-	// From is the sender address (SEALTRAIL_SMTP_FROM).
+	// From is the sender address (SEALTRAIL_SMTP_FROM); default sealtrail@<host of
+	// dashboard.publicUrl>, sealtrail@localhost without one (docs/digests.md).
 	From string `json:"from"`
 	// Username turns on SMTP AUTH PLAIN, with the password read from PasswordFile
 	// (mode 0600) (SEALTRAIL_SMTP_USERNAME, SEALTRAIL_SMTP_PASSWORD_FILE).
@@ -33,8 +35,9 @@ type MailConfig struct {
 	PollMS           int `json:"pollMs"`
 }
 
-// resolve applies the SEALTRAIL_SMTP_* environment and checks the configuration.
-func (m *MailConfig) resolve() error {
+// resolve applies the SEALTRAIL_SMTP_* environment and checks the configuration;
+// without a sender, From becomes sealtrail@defaultHost.
+func (m *MailConfig) resolve(defaultHost string) error {
 	for env, dst := range map[string]*string{"SEALTRAIL_SMTP_ADDR": &m.SMTPAddr, "SEALTRAIL_SMTP_FROM": &m.From,
 		"SEALTRAIL_SMTP_USERNAME": &m.Username, "SEALTRAIL_SMTP_PASSWORD_FILE": &m.PasswordFile,
 		"SEALTRAIL_SMTP_TLS": &m.TLS, "SEALTRAIL_SMTP_CA_FILE": &m.CAFile} {
@@ -60,14 +63,24 @@ func (m *MailConfig) resolve() error {
 	if m.DigestIntervalMS < 0 || m.PollMS < 0 {
 		return fmt.Errorf("config: mail.digestIntervalMs and mail.pollMs must be positive")
 	}
+	switch m.TLS {
+	case "":
+		m.TLS = "starttls"
+	case "starttls", "tls", "none":
+	default:
+		return fmt.Errorf("config: mail.tls %q must be starttls, tls or none", m.TLS)
+	}
 	if m.SMTPAddr == "" {
 		return nil
 	}
 	if _, _, err := net.SplitHostPort(m.SMTPAddr); err != nil {
 		return fmt.Errorf("config: mail.smtpAddr %q must be host:port", m.SMTPAddr)
 	}
-	if m.From == "" {
-		return fmt.Errorf("config: mail.from is required with mail.smtpAddr")
+	if m.From == "" && defaultHost != "" {
+		m.From = "sealtrail@" + defaultHost
+	}
+	if a, err := mail.ParseAddress(m.From); err != nil || a.Address != m.From {
+		return fmt.Errorf("config: mail.from %q must be a plain address (name@example.com)", m.From)
 	}
 	if (m.Username == "") != (m.PasswordFile == "") {
 		return fmt.Errorf("config: mail.username and mail.passwordFile go together")

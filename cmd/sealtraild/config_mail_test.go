@@ -26,7 +26,7 @@ func TestConfigMail(t *testing.T) {
 	}
 	m := c.Mail
 	if m.SMTPAddr != "smtp.example.com:587" || m.Username != "user" || m.PasswordFile != "/run/secrets/smtp" ||
-		m.DigestIntervalMS != 1000 || m.PollMS != 5000 {
+		m.DigestIntervalMS != 1000 || m.PollMS != 5000 || m.TLS != "starttls" {
 		t.Fatalf("mail config = %+v", m)
 	}
 
@@ -36,8 +36,10 @@ func TestConfigMail(t *testing.T) {
 		want string
 	}{
 		{"address without port", MailConfig{SMTPAddr: "smtp.example.com", From: "a@example.com"}, "mail.smtpAddr"},
-		{"no sender", MailConfig{SMTPAddr: "smtp.example.com:25"}, "mail.from"},
+		{"no sender and no default", MailConfig{SMTPAddr: "smtp.example.com:25"}, "mail.from"},
+		{"a named sender", MailConfig{SMTPAddr: "smtp.example.com:25", From: "Sealtrail <a@example.com>"}, "mail.from"},
 		{"user without password", MailConfig{SMTPAddr: "smtp.example.com:25", From: "a@example.com", Username: "u"}, "mail.passwordFile"},
+		{"unknown TLS mode", MailConfig{SMTPAddr: "smtp.example.com:25", From: "a@example.com", TLS: "ssl"}, "mail.tls"},
 		{"negative interval", MailConfig{DigestIntervalMS: -1}, "mail.digestIntervalMs"},
 	} {
 		t.Setenv("SEALTRAIL_SMTP_USERNAME", tc.mail.Username)
@@ -47,7 +49,7 @@ func TestConfigMail(t *testing.T) {
 			t.Setenv("SEALTRAIL_DIGEST_INTERVAL_MS", "-1")
 		}
 		m := tc.mail
-		if err := m.resolve(); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err := m.resolve(""); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want one naming %s", tc.name, err, tc.want)
 		}
 	}

@@ -150,7 +150,7 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	}
 	defer stopAnchoring()
 	ctl := control.New(cat, seq, logger)
-	_, stopMail, err := startMail(ctx, cfg, cat, seq, key, logger, reg) // the queue: for the dashboard's sign-in links
+	queue, stopMail, err := startMail(ctx, cfg, cat, seq, key, logger, reg) // the queue: for the dashboard's sign-in links
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 		return fmt.Errorf("listen: %w", err)
 	}
 	base := "http://" + ln.Addr().String()
-	handler, err := withDashboard(&cfg, base, api, ctl, cat, operatorToken, logger)
+	handler, err := withDashboard(&cfg, base, api, ctl, cat, queue, operatorToken, logger)
 	if err != nil {
 		return err
 	}

@@ -5,18 +5,20 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"strings"
 
 	"github.com/sealtrail/sealtrail/control"
 	"github.com/sealtrail/sealtrail/dashboard"
 	"github.com/sealtrail/sealtrail/httpapi"
+	"github.com/sealtrail/sealtrail/mail"
 )
 
 // withDashboard mounts the dashboard at /dashboard/ beside the API (same origin), or
 // returns the API alone when it is disabled. base is the address the service listens
-// on, the public URL unless one is configured.
-func withDashboard(cfg *Config, base string, api *httpapi.Server, ctl *control.Service, store dashboard.Store, operatorToken string, logger *slog.Logger) (http.Handler, error) {
+// on, the public URL unless one is configured. Sign-in links go through queue, and
+// only when mail.smtpAddr is set: without it they would be queued but never sent.
+func withDashboard(cfg *Config, base string, api *httpapi.Server, ctl *control.Service, store dashboard.Store,
+	queue *mail.Queue, operatorToken string, logger *slog.Logger) (http.Handler, error) {
 	d := &cfg.Dashboard
 	if d.Disabled {
 		return api.Handler(), nil
@@ -25,16 +27,8 @@ func withDashboard(cfg *Config, base string, api *httpapi.Server, ctl *control.S
 		d.PublicURL = base
 	}
 	var mailer dashboard.Mailer
-	if d.SMTPAddr != "" {
-		sender := &dashboard.SMTPSender{Addr: d.SMTPAddr, From: d.SMTPFrom, Username: d.SMTPUsername}
-		if d.SMTPPasswordFile != "" {
-			pw, err := os.ReadFile(d.SMTPPasswordFile)
-			if err != nil {
-				return nil, fmt.Errorf("smtp password: %w", err)
-			}
-			sender.Password = strings.TrimSpace(string(pw))
-		}
-		mailer = sender
+	if cfg.Mail.SMTPAddr != "" {
+		mailer = queue
 	}
 	dash, err := dashboard.New(dashboard.Config{Control: ctl, Store: store, API: api, Mailer: mailer,
 		OperatorToken: operatorToken, PublicURL: d.PublicURL, Logger: logger})
@@ -55,11 +49,11 @@ func printDashboard(out io.Writer, cfg Config) {
 		return
 	}
 	fmt.Fprintf(out, "Dashboard: %s%s\n  Operators: sign in with the operator token above.\n", strings.TrimSuffix(d.PublicURL, "/"), dashboard.Prefix)
-	if d.SMTPAddr != "" {
-		fmt.Fprintf(out, "  Members: enter your email; a one-time sign-in link is sent through %s.\n\n", d.SMTPAddr)
+	if m := cfg.Mail; m.SMTPAddr != "" {
+		fmt.Fprintf(out, "  Members: enter your email; a one-time sign-in link is sent from %s through %s.\n\n", m.From, m.SMTPAddr)
 	} else {
-		fmt.Fprintf(out, "  Members: sign in by emailed link once SMTP is set, e.g. SEALTRAIL_SMTP_ADDR=127.0.0.1:1025 with\n"+
-			"  mailpit --smtp=127.0.0.1:1025 (its inbox at http://127.0.0.1:8025); add members with\n"+
-			"  bin/sealtraild admin member add.\n\n")
+		fmt.Fprintf(out, "  Members: sign in by emailed link once SMTP is set, e.g. SEALTRAIL_SMTP_ADDR=127.0.0.1:1025\n"+
+			"  SEALTRAIL_SMTP_TLS=none with mailpit --smtp=127.0.0.1:1025 (its inbox at http://127.0.0.1:8025);\n"+
+			"  add members with bin/sealtraild admin member add.\n\n")
 	}
 }

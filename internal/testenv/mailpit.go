@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -13,6 +14,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -159,18 +161,71 @@ func (m *Mailpit) Raw(t testing.TB, id string) []byte {
 	return b
 }
 
-func (m *Mailpit) getJSON(t testing.TB, path string, v any) {
-	t.Helper()
-	resp, err := http.Get(m.API + path)
+// CountTo returns how many messages to the address to mailpit holds.
+func (m *Mailpit) CountTo(ctx context.Context, to string) (int, error) {
+	msgs, err := m.search(ctx, to)
+	return len(msgs), err
+}
+
+// LatestText returns the plain-text body of the newest message to the address to once
+// there are more than after of them (CountTo before the mail was asked for), waiting
+// up to 10 s: mail that goes through a queue arrives after the request that sent it.
+func (m *Mailpit) LatestText(ctx context.Context, to string, after int) (string, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		msgs, err := m.search(ctx, to)
+		if err != nil {
+			return "", err
+		}
+		if len(msgs) > after {
+			var msg struct {
+				Text string `json:"Text"`
+			}
+			if err := m.get(ctx, "/api/v1/message/"+url.PathEscape(msgs[0].ID), &msg); err != nil {
+				return "", err
+			}
+			return msg.Text, nil
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("mailpit: no new message to %s (%d before)", to, after)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// search returns the messages to the address to, newest first.
+func (m *Mailpit) search(ctx context.Context, to string) ([]MailpitMessage, error) {
+	var list struct {
+		Messages []MailpitMessage `json:"messages"`
+	}
+	err := m.get(ctx, "/api/v1/search?limit=1000&query="+url.QueryEscape("to:"+to), &list)
+	return list.Messages, err
+}
+
+// get reads the JSON answer of mailpit's API at path into v.
+func (m *Mailpit) get(ctx context.Context, path string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.API+path, nil)
 	if err != nil {
-		t.Fatalf("mailpit %s: %v", path, err)
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("mailpit %s: %w", path, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("mailpit %s: %s", path, resp.Status)
+		return fmt.Errorf("mailpit %s: %s", path, resp.Status)
 	}
 	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		t.Fatalf("mailpit %s: %v", path, err)
+		return fmt.Errorf("mailpit %s: %w", path, err)
+	}
+	return nil
+}
+
+func (m *Mailpit) getJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	if err := m.get(context.Background(), path, v); err != nil {
+		t.Fatal(err)
 	}
 }
 
