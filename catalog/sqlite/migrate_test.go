@@ -135,7 +135,7 @@ func TestMigrateFromV1(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(versions, []string{"0001_init", "0002_compact_events", "0003_time_bounds", "0004_project_rate_limit"}) {
+	if !slices.Equal(versions, []string{"0001_init", "0002_compact_events", "0003_time_bounds", "0004_project_rate_limit", "0006_retention"}) {
 		t.Fatalf("schema_migrations = %v", versions)
 	}
 	var catalogID string
