@@ -47,6 +47,7 @@ func (s *Server) adminRoutes(r *mux.Router) {
 		{"/projects/{project}/holds", http.MethodGet, s.adminListHolds},
 		{"/projects/{project}/holds/{hold}/release", http.MethodPost, s.adminReleaseHold},
 	}
+	routes = append(routes, s.retentionAdminRoutes()...)
 	var paths []string
 	allowed := map[string][]string{}
 	for _, rt := range routes {
