@@ -68,6 +68,8 @@ type Config struct {
 	MaxHeaderBytes      int `json:"maxHeaderBytes"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `json:"logLevel"`
+	// Retention configures the retention job (config_retention.go).
+	Retention RetentionConfig `json:"retention"`
 }
 
 func defaultConfig() Config {

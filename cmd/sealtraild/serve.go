@@ -124,7 +124,8 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	seq, err := sequencer.New(sequencer.Config{Catalog: cat, Store: store, Keyring: keyring.New(cat, kek, keyring.Options{}),
+	kr := keyring.New(cat, kek, keyring.Options{})
+	seq, err := sequencer.New(sequencer.Config{Catalog: cat, Store: store, Keyring: kr,
 		Origin: cfg.Origin, Key: key, MaxBatch: cfg.MaxBatch, MaxAge: cfg.maxAge(), Logger: logger, Registerer: reg})
 	if err != nil {
 		return err
@@ -134,6 +135,9 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 		return err
 	}
 	ctl := control.New(cat, seq, logger)
+	if err := startRetention(ctx, cfg.Retention, cat, seq, ctl, kr, store, logger); err != nil {
+		return err
+	}
 	api, err := httpapi.New(httpapi.Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: store,
 		OperatorToken: operatorToken, RateLimit: cfg.RateLimit, ReadRateLimit: cfg.ReadRateLimit,
 		AuthFailureLimit: cfg.AuthFailureLimit, WriteTimeout: ms(cfg.WriteTimeoutMS), MaxBatchEvents: cfg.MaxBatchEvents,
