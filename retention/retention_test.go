@@ -200,7 +200,7 @@ func checkShredded(t *testing.T, st *stack, log catalog.LogID, before [][]byte, 
 				t.Fatalf("line %d: %s changed", seq, k)
 			}
 		}
-		rec, err := tlog.DecodeExportLine(line)
+		rec, err := tlog.DecodeCanonicalExportLine(line) // the service exports canonical JSON
 		if err != nil {
 			t.Fatalf("line %d does not decode: %v", seq, err)
 		}
