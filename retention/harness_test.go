@@ -58,8 +58,8 @@ type stack struct {
 var operator = control.Actor{Type: "operator", ID: "test"}
 
 // catalogs opens a fresh catalog of each driver.
-var catalogs = map[string]func(t *testing.T) catalog.RetentionCatalog{
-	"sqlite": func(t *testing.T) catalog.RetentionCatalog {
+var catalogs = map[string]func(t testing.TB) catalog.RetentionCatalog{
+	"sqlite": func(t testing.TB) catalog.RetentionCatalog {
 		db, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "catalog.db"), sqlite.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -67,7 +67,7 @@ var catalogs = map[string]func(t *testing.T) catalog.RetentionCatalog{
 		t.Cleanup(db.Close)
 		return db
 	},
-	"postgres": func(t *testing.T) catalog.RetentionCatalog {
+	"postgres": func(t testing.TB) catalog.RetentionCatalog {
 		db, err := postgres.Open(context.Background(), testenv.PostgresDB(t), postgres.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -77,7 +77,7 @@ var catalogs = map[string]func(t *testing.T) catalog.RetentionCatalog{
 	},
 }
 
-func newStack(t *testing.T, cat catalog.RetentionCatalog, start time.Time) *stack {
+func newStack(t testing.TB, cat catalog.RetentionCatalog, start time.Time) *stack {
 	t.Helper()
 	kekBytes := make([]byte, 32)
 	_, _ = rand.Read(kekBytes)
@@ -85,7 +85,7 @@ func newStack(t *testing.T, cat catalog.RetentionCatalog, start time.Time) *stac
 }
 
 // newStackWith is newStack over a given store and key-encryption key.
-func newStackWith(t *testing.T, cat catalog.RetentionCatalog, store tiles.Store, kekBytes []byte, start time.Time) *stack {
+func newStackWith(t testing.TB, cat catalog.RetentionCatalog, store tiles.Store, kekBytes []byte, start time.Time) *stack {
 	t.Helper()
 	kek, err := keyring.NewFileKEK(kekBytes)
 	if err != nil {

@@ -32,7 +32,6 @@ import (
 
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/control"
-	"github.com/sealtrail/sealtrail/keyring"
 	"github.com/sealtrail/sealtrail/sequencer"
 	"github.com/sealtrail/sealtrail/tiles"
 )
@@ -77,8 +76,6 @@ type Config struct {
 	Auditor Auditor
 	Keyring Keyring
 	Store   tiles.Store
-	// Granularity is the keyring's epoch length (it names the epochs).
-	Granularity keyring.Granularity
 	// Holder names this replica in the lease (default: a random id).
 	Holder string
 	// Interval is how often Run looks for expired epochs (default one hour).

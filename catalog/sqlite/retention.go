@@ -216,10 +216,10 @@ func (ti *termIndex) purge(ctx context.Context, n int64, first, last uint64, kee
 	}
 	defer tx.Rollback()
 	type posting struct {
-		kind       int
-		value      string
-		last       int64
-		seqs, kept []uint64
+		kind  int
+		value string
+		last  int64
+		kept  []uint64
 	}
 	var ps []posting
 	err = eachRow(ctx, tx, `SELECT kind, value, last, seqs FROM term_postings WHERE log = ? AND last >= ? AND last <= ?`,
