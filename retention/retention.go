@@ -208,10 +208,12 @@ func EpochBounds(epoch string) (start, end time.Time, ok bool) {
 	return time.Time{}, time.Time{}, false
 }
 
-// heldSeqs returns the sequences of log's events under an active legal hold.
+// heldSeqs returns the sequences of log's events that survive shredding: in the events
+// stream those under an active legal hold; in project_audit the retention.shredded
+// records themselves, the evidence an auditor checks shreds against (verify --audit).
 func (j *Job) heldSeqs(ctx context.Context, log catalog.LogID) ([]uint64, error) {
-	if log.Stream != catalog.StreamEvents { // holds name events of the events stream
-		return nil, nil
+	if log.Stream == catalog.StreamProjectAudit {
+		return j.recordSeqs(ctx, log)
 	}
 	holds, err := j.cfg.Catalog.ListLegalHolds(ctx, log.ProjectID)
 	if err != nil {
@@ -238,6 +240,27 @@ func (j *Job) heldSeqs(ctx context.Context, log catalog.LogID) ([]uint64, error)
 	}
 	slices.Sort(seqs)
 	return seqs, nil
+}
+
+// recordSeqs returns the sequences of the retention.shredded records of a
+// project_audit stream.
+func (j *Job) recordSeqs(ctx context.Context, log catalog.LogID) ([]uint64, error) {
+	var out []uint64
+	var cursor uint64
+	for {
+		page, err := j.cfg.Catalog.QueryEvents(ctx, catalog.Query{Log: log, Action: ActionShredded, Cursor: cursor,
+			Limit: catalog.MaxLimit})
+		if err != nil {
+			return nil, fmt.Errorf("retention: records of %s: %w", log, err)
+		}
+		for _, e := range page {
+			out = append(out, e.Sequence)
+			cursor = e.Sequence
+		}
+		if len(page) < catalog.MaxLimit {
+			return out, nil
+		}
+	}
 }
 
 func within(seqs []uint64, sp catalog.Span) []uint64 {

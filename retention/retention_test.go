@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -166,6 +167,46 @@ func testShred(t *testing.T, cat catalog.RetentionCatalog) {
 	checkShredded(t, st, log, before, janCount, nil)
 	if got, err := cat.HeldPayloads(ctx, log, 1, 1<<40); err != nil || len(got) != 0 {
 		t.Fatalf("held payloads after release = %v, %v", got, err)
+	}
+
+	// The project_audit stream's retention shreds its old records, except the
+	// retention.shredded records (the evidence verify --audit checks against), even
+	// when their own epoch expires.
+	if _, err := st.ctl.SetRetention(ctx, operator, p.ID, catalog.StreamProjectAudit, 30); err != nil {
+		t.Fatal(err)
+	}
+	st.clock.Set(time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC))
+	done, err = st.job.RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	audit := catalog.LogID{ProjectID: p.ID, Stream: catalog.StreamProjectAudit}
+	var auditShreds int
+	for _, d := range done {
+		if d.Log == audit {
+			auditShreds++
+		}
+	}
+	if auditShreds == 0 {
+		t.Fatalf("no project_audit epoch shredded: %+v", done)
+	}
+	recs = st.auditRecords(t, p.ID, retention.ActionShredded)
+	epochs := map[string]bool{}
+	for _, r := range recs {
+		meta, _ := r["metadata"].(map[string]any)
+		epochs[fmt.Sprint(meta["stream"], "/", meta["epoch"])] = true
+	}
+	if !epochs["events/2026-01"] || !epochs["events/2026-02"] || !epochs["project_audit/2026-03"] {
+		t.Fatalf("retention.shredded records readable after project_audit retention: %v", epochs)
+	}
+	var shreddedAudit int
+	for _, line := range st.export(t, audit) {
+		if bytes.Contains(line, []byte(`"payloadNonce":null`)) {
+			shreddedAudit++
+		}
+	}
+	if shreddedAudit == 0 {
+		t.Fatal("no project_audit record was shredded")
 	}
 }
 
