@@ -287,8 +287,10 @@ func (j *Job) shred(ctx context.Context, log catalog.LogID, epoch string, start,
 		return sh, err
 	}
 	j.step(1)
-	if err := j.record(ctx, log, epoch, sp, len(keep)); err != nil { // 2
-		return sh, err
+	if sp.Count > 0 { // 2; an epoch keyed but without events destroys nothing to record
+		if err := j.record(ctx, log, epoch, sp, len(keep)); err != nil {
+			return sh, err
+		}
 	}
 	j.step(2)
 	if held, err = j.heldSeqs(ctx, log); err != nil { // 3
