@@ -17,13 +17,15 @@ import (
 	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/catalog/postgres"
 	"github.com/sealtrail/sealtrail/catalog/sqlite"
+	"github.com/sealtrail/sealtrail/internal/testenv"
 	"github.com/sealtrail/sealtrail/retention"
 	"github.com/sealtrail/sealtrail/tiles/fs"
 )
 
 // The kill -9 test: a child process (this test binary, re-run in child mode) runs a
-// retention pass over a SQLite catalog and a filesystem store; the parent kills it with
+// retention pass over a SQLite or PostgreSQL catalog and a filesystem store; the parent kills it with
 // SIGKILL after a random number of shredding steps, then checks that no destroyed key
 // lost a held event and that the retention.shredded records match what was destroyed,
 // finishes the pass itself and checks again.
@@ -42,13 +44,20 @@ var killNow = time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 
 type killSetup struct {
 	Dir     string `json:"dir"`
+	DSN     string `json:"dsn"` // PostgreSQL; "" for SQLite in Dir
 	KEK     []byte `json:"kek"`
 	Project string `json:"project"`
 }
 
 func openKill(t *testing.T, ks killSetup, now time.Time) *stack {
 	t.Helper()
-	db, err := sqlite.Open(context.Background(), filepath.Join(ks.Dir, "catalog.db"), sqlite.Options{})
+	var db catalog.RetentionCatalog
+	var err error
+	if ks.DSN != "" {
+		db, err = postgres.Open(context.Background(), ks.DSN, postgres.Options{})
+	} else {
+		db, err = sqlite.Open(context.Background(), filepath.Join(ks.Dir, "catalog.db"), sqlite.Options{})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,14 +99,23 @@ func TestKillShred(t *testing.T) {
 		t.Skip("starts 20 processes")
 	}
 	const rounds = 20
-	for round := range rounds {
-		killRound(t, round)
+	for _, kind := range []string{"sqlite", "postgres"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			for round := range rounds {
+				dsn := ""
+				if kind == "postgres" {
+					dsn = testenv.PostgresDB(t)
+				}
+				killRound(t, round, dsn)
+			}
+		})
 	}
 }
 
-func killRound(t *testing.T, round int) {
+func killRound(t *testing.T, round int, dsn string) {
 	ctx := context.Background()
-	ks := killSetup{Dir: t.TempDir(), KEK: make([]byte, 32)}
+	ks := killSetup{Dir: t.TempDir(), DSN: dsn, KEK: make([]byte, 32)}
 	_, _ = rand.Read(ks.KEK)
 	// Set up in this process: events in three months, a hold in each, retention 1 day.
 	func() {
