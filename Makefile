@@ -19,7 +19,7 @@ lint:
 	./scripts/staticcheck.sh
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	SEALTRAIL_BENCH_SHRED=1 $(GO) test -run '^$$' -bench . -benchmem -timeout 60m ./...
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh

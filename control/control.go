@@ -94,8 +94,9 @@ type Service struct {
 	log *slog.Logger
 	now func() time.Time
 
-	auth   *ttlCache[catalog.APIKey]
-	limits *ttlCache[int]
+	auth      *ttlCache[catalog.APIKey]
+	limits    *ttlCache[int]
+	suspended *ttlCache[string] // suspension reason by project, "" when none
 }
 
 // New returns the control plane over cat, sealing audit records with seq.
@@ -104,7 +105,7 @@ func New(cat Catalog, seq Sequencer, log *slog.Logger) *Service {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{cat: cat, seq: seq, log: log, now: time.Now, auth: newTTLCache[catalog.APIKey](time.Second),
-		limits: newTTLCache[int](time.Second)}
+		limits: newTTLCache[int](time.Second), suspended: newTTLCache[string](time.Second)}
 }
 
 func invalid(format string, args ...any) error {

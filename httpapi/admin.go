@@ -50,6 +50,7 @@ func (s *Server) adminRoutes(r *mux.Router) {
 		{"/checkpoint-key", http.MethodGet, s.checkpointKey},
 		{"/projects/{project}/public-read", http.MethodPut, s.adminSetPublicRead},
 	}
+	routes = append(routes, s.retentionAdminRoutes()...)
 	routes = append(routes, s.adminDigestRoutes()...)
 	s.handleOperator(r, routes)
 	s.siemRoutes(r)

@@ -138,7 +138,7 @@ func (s *Server) allowIngest(w http.ResponseWriter, r *http.Request, n int) bool
 // rateLimited applies the ingest rate limit of the authenticated key to one event.
 func (s *Server) rateLimited(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.allowIngest(w, r, 1) {
+		if !s.suspended(w, r) && s.allowIngest(w, r, 1) {
 			next.ServeHTTP(w, r)
 		}
 	})

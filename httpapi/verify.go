@@ -71,7 +71,12 @@ func (s *Server) verify(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, r, "sign receipt", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, rec)
+	// shreddedCount rides beside the signed receipt, outside its signed body (receipt
+	// format 2 fixes those members); docs/retention.md.
+	writeJSON(w, http.StatusOK, struct {
+		tlog.Receipt
+		ShreddedCount uint64 `json:"shreddedCount"`
+	}{rec, res.Shredded})
 }
 
 // sth signs the live tree head of log.

@@ -75,6 +75,9 @@ func (s *Sequencer) Events(ctx context.Context, log catalog.LogID, seqs []uint64
 		}
 		out = append(out, e)
 	}
+	if err := s.openHeld(ctx, log, out); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

@@ -20,6 +20,9 @@ type RebuildResult struct {
 	Live tiles.Tree
 	// Checked counts the leaves rebuilt before the first break (all when valid).
 	Checked uint64
+	// Shredded counts the checked leaves whose payload retention destroyed: their leaf
+	// is checked, their commitment cannot be re-derived.
+	Shredded uint64
 	// Size and Root are those of the rebuilt tree.
 	Size uint64
 	Root tlog.Hash
@@ -58,6 +61,7 @@ func (s *Sequencer) Rebuild(ctx context.Context, log catalog.LogID, signingKeys 
 	rb := tlog.NewRebuilder(tlog.RebuildOptions{SigningKeys: signingKeys, ProjectID: log.ProjectID, Stream: string(log.Stream)})
 	finish := func(brk *tlog.ChainBreak) (RebuildResult, error) {
 		res.Checked, res.Size, res.Root, res.Break = rb.Stats.Events, rb.Size(), rb.Root(), brk
+		res.Shredded = rb.Stats.Shredded
 		return res, nil
 	}
 	asBreak := func(err error) (*tlog.ChainBreak, bool) {
@@ -67,7 +71,11 @@ func (s *Sequencer) Rebuild(ctx context.Context, log catalog.LogID, signingKeys 
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // stops the reader and the workers when the rebuild ends early
-	r := &rebuildReader{s: s, log: log, prefix: prefixOf(log), live: live}
+	held, err := s.heldSet(ctx, log, 1, max(live.Size, 1))
+	if err != nil {
+		return res, err
+	}
+	r := &rebuildReader{s: s, log: log, prefix: prefixOf(log), live: live, held: held}
 	tc := &tileChecker{live: live, tiles: tiles.NewReader(s.cfg.Store, prefixOf(log), live, nil)}
 	for c := range r.chunks(ctx, rb) {
 		select {
@@ -159,6 +167,7 @@ type rebuildReader struct {
 	log    catalog.LogID
 	prefix tiles.Prefix
 	live   tiles.Tree
+	held   map[uint64]bool // sequences with a held copy (held.go)
 
 	batch    catalog.Batch
 	payload  *tiles.PayloadBundle
@@ -300,6 +309,12 @@ func (r *rebuildReader) open(ctx context.Context, rb *tlog.Rebuilder, it *rebuil
 	plain, err := r.s.cfg.Keyring.Open(ctx, r.log, it.ciphertext, payloadAAD(r.log, seq, leaf.ID))
 	switch {
 	case errors.Is(err, ErrShredded):
+		if r.held[seq] {
+			if err := r.s.openHeldCopy(ctx, r.log, seq, leaf.ID, &it.rec.Nonce, &it.rec.Payload); err != nil {
+				brk(tlog.BreakContentTampered, "held payload copy does not decrypt")
+				return
+			}
+		}
 	case err != nil || len(plain) < tlog.NonceSize:
 		brk(tlog.BreakContentTampered, "payload ciphertext does not decrypt")
 		return

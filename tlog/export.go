@@ -91,6 +91,26 @@ func DecodeExportLine(line []byte) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("%w: %w", ErrExportLine, err)
 	}
+	return decodeCanonicalLine(canon)
+}
+
+// DecodeCanonicalExportLine is DecodeExportLine for a line that must also be its own
+// RFC 8785 canonical form, as every line the service exports is (docs/formats.md): the
+// offline verifier refuses a re-encoded export.
+func DecodeCanonicalExportLine(line []byte) (Record, error) {
+	canon, err := Canonicalize(line)
+	if err != nil {
+		return Record{}, fmt.Errorf("%w: %w", ErrExportLine, err)
+	}
+	r, err := decodeCanonicalLine(canon)
+	if err == nil && !bytes.Equal(canon, line) {
+		return Record{}, fmt.Errorf("%w: not canonical JSON (RFC 8785), as every export line is", ErrExportLine)
+	}
+	return r, err
+}
+
+func decodeCanonicalLine(canon []byte) (Record, error) {
+	var err error
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(canon, &m); err != nil {
 		return Record{}, fmt.Errorf("%w: not a JSON object", ErrExportLine)

@@ -75,3 +75,9 @@ func BenchmarkSeal(b *testing.B) {
 		return open(tb, testenv.PostgresDB(tb))
 	})
 }
+
+func TestRetentionConformance(t *testing.T) {
+	catalogtest.RunRetention(t, func(t *testing.T) catalog.RetentionCatalog {
+		return open(t, testenv.PostgresDB(t))
+	})
+}

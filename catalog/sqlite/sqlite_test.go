@@ -120,3 +120,9 @@ func BenchmarkSeal(b *testing.B) {
 		return open(tb, filepath.Join(tb.TempDir(), "catalog.db"))
 	})
 }
+
+func TestRetentionConformance(t *testing.T) {
+	catalogtest.RunRetention(t, func(t *testing.T) catalog.RetentionCatalog {
+		return open(t, filepath.Join(t.TempDir(), "catalog.db"))
+	})
+}

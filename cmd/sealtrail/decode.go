@@ -10,7 +10,7 @@ import (
 	"github.com/sealtrail/sealtrail/tlog"
 )
 
-// Every line is parsed (tlog.DecodeExportLine: canonicalize, then decode) and checked
+// Every line is parsed (tlog.DecodeCanonicalExportLine: canonicalize, compare, decode) and checked
 // (tlog.Rebuilder.Precheck: commitment, signature, leaf hash) on worker goroutines, one
 // per core; only what depends on the order (sequence contiguity, the compact range of
 // the tree, the first break) runs on the caller's goroutine, which receives the batches
@@ -43,7 +43,7 @@ func (b *lineBatch) decode(check func(*tlog.Record) tlog.Check) {
 	b.errs = make([]error, len(b.ends))
 	start := 0
 	for i, end := range b.ends {
-		b.recs[i], b.errs[i] = tlog.DecodeExportLine(b.data[start:end])
+		b.recs[i], b.errs[i] = tlog.DecodeCanonicalExportLine(b.data[start:end])
 		if b.errs[i] == nil {
 			b.checks[i] = check(&b.recs[i])
 		}

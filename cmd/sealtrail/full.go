@@ -10,7 +10,7 @@ import (
 	"github.com/sealtrail/sealtrail/tlog"
 )
 
-const fullUsage = "--export <file.ndjson|-> [--root <hex>] [--size <n>] [--signing-key <hex>[,<hex>...]]..."
+const fullUsage = "--export <file.ndjson|-> [--root <hex>] [--size <n>] [--signing-key <hex>[,<hex>...]]... [--audit <project_audit export>]"
 
 // maxLineSize bounds one export line. The scanner's buffer grows to the longest line
 // actually seen, so the generous bound costs nothing on ordinary exports.
@@ -38,6 +38,8 @@ type fullResult struct {
 	Size            uint64           // leaves rebuilt
 	Root            tlog.Hash        // root of the leaves rebuilt
 	SizeRoot        tlog.Hash        // root at the trusted size, once reached (hasSize)
+	Shredded        shredRuns        // runs of shredded sequences (shred.go)
+	AuditErr        error            // a shredded sequence the --audit export does not name
 	Break           *tlog.ChainBreak // first tamper, or nil
 }
 
@@ -83,6 +85,9 @@ func rebuildExport(r io.Reader, opts fullOptions) (*fullResult, error) {
 			rec := &b.recs[i]
 			if rec.Leaf.Signature != "" {
 				res.Signed++
+			}
+			if rec.Shredded() {
+				res.Shredded.add(rec.Leaf.Sequence)
 			}
 			if err := rb.AddChecked(rec, &b.checks[i]); err != nil {
 				var cb *tlog.ChainBreak
@@ -132,6 +137,7 @@ func runVerifyFull(e *env, args []string) error {
 	fs.Var(&root, "root", "trusted root `hash` (hex) to compare the rebuilt root with")
 	fs.Var(&size, "size", "trusted tree `size`; the root is compared at this size (default: the export's length)")
 	fs.Var(&keys, "signing-key", "customer Ed25519 public `key` (hex) to re-check signatures; repeat or comma-separate for several")
+	audit := fs.String("audit", "", "`file` holding the project's project_audit export: every shredded event must fall in a range a retention.shredded record names")
 	if err := parseFlags(e, fs, fullUsage, args); err != nil {
 		return err
 	}
@@ -166,6 +172,15 @@ func runVerifyFull(e *env, args []string) error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		return err
+	}
+	if err == nil && *audit != "" {
+		if err = checkAudit(e, *audit, res); err != nil {
+			var te *tamperError
+			if !errors.As(err, &te) {
+				return err
+			}
+			res.AuditErr = err
+		}
 	}
 	printFull(e.stdout, res, opts)
 	return err
@@ -209,6 +224,7 @@ func printFull(w io.Writer, res *fullResult, opts fullOptions) {
 	} else {
 		fmt.Fprintf(w, "signatures:   not checked (no --signing-key); %d events carry one\n", res.Signed)
 	}
+	printShredded(w, res.Shredded)
 	fmt.Fprintf(w, "tree size:    %d\n", res.Size)
 	fmt.Fprintf(w, "root:         %s\n", tlog.Hex(res.Root))
 	switch {
@@ -220,6 +236,10 @@ func printFull(w io.Writer, res *fullResult, opts fullOptions) {
 		fmt.Fprintf(w, "trusted root: matches at size %d\n", res.Size)
 	default:
 		fmt.Fprintf(w, "trusted root: none given (--root); compare the root above with one you trust\n")
+	}
+	if res.AuditErr != nil {
+		fmt.Fprintf(w, "TAMPERED: %s\n", oneLine(res.AuditErr.Error()))
+		return
 	}
 	fmt.Fprintf(w, "OK: %d events rebuild to size %d, root %s\n", res.Stats.Events, res.Size, tlog.Hex(res.Root))
 }

@@ -183,7 +183,12 @@ func (c *cheapExport) Read(p []byte) (int, error) {
 		} else {
 			c.buf = append(c.buf, `,"payloadNonce":null}`...)
 		}
-		c.buf = append(c.buf, '\n')
+		// Export lines are canonical JSON (the verifier rejects others).
+		canon, err := tlog.Canonicalize(c.buf)
+		if err != nil {
+			return 0, err
+		}
+		c.buf = append(append(c.buf[:0], canon...), '\n')
 		if c.onLine != nil {
 			c.onLine(c.seq)
 		}

@@ -33,6 +33,7 @@ The operator API client. --server defaults to $SEALTRAIL_SERVER or http://127.0.
 commands:
   project create --name NAME            project list
   project rate-limit --project P --ingest N   (requests per 10 s per API key; 0: the default)
+  project suspend --project P --reason TEXT    project unsuspend --project P
   key create --project P --scopes S[,S...] [--name N] [--expires RFC3339]
   key revoke --project P --key K        key list --project P
   member add --project P --email E --role owner|admin|member|auditor
@@ -42,6 +43,8 @@ commands:
   retention set --project P --days N [--stream events|project-audit]
   retention list --project P
   kek status                            kek rewrap   (KEK rotation: docs/keyring.md)
+  retention clear --project P [--stream events|project-audit]   (keep forever again)
+  retention minimum --project P [--days N]    (the operator's floor; 0: none; no --days shows it)
   hold create --project P --event ID [--event ID...] [--reason TEXT]
   hold release --project P --hold H     hold list --project P
   digest schedule --project P --schedule daily|weekly|off     digest show --project P

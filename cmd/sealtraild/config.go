@@ -80,6 +80,8 @@ type Config struct {
 	Ops OpsConfig `json:"ops"`
 	// Anchor configures the tree_heads log and its publication (config_anchor.go).
 	Anchor AnchorConfig `json:"anchor"`
+	// Retention configures the retention job (config_retention.go).
+	Retention RetentionConfig `json:"retention"`
 }
 
 func defaultConfig() Config {

@@ -160,6 +160,9 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 		return err
 	}
 	defer stopSIEM() // on the error paths; the graceful path stops it before the sequencer
+	if err := startRetention(ctx, cfg.Retention, cat, seq, ctl, kr, store, logger); err != nil {
+		return err
+	}
 	api, err := httpapi.New(httpapi.Config{Control: ctl, Sequencer: seq, Catalog: cat, Key: key, Store: store, Origin: cfg.Origin,
 		OperatorToken: operatorToken, RateLimit: cfg.RateLimit, ReadRateLimit: cfg.ReadRateLimit,
 		AuthFailureLimit: cfg.AuthFailureLimit, WriteTimeout: ms(cfg.WriteTimeoutMS), MaxBatchEvents: cfg.MaxBatchEvents,

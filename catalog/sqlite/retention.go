@@ -1,0 +1,303 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sealtrail/sealtrail/catalog"
+)
+
+// DeleteRetention removes log's policy: the stream keeps its payloads forever again.
+// A stream without a policy is catalog.ErrNotFound.
+func (db *DB) DeleteRetention(ctx context.Context, log catalog.LogID) error {
+	res, err := db.w.ExecContext(ctx, `DELETE FROM retention_policies WHERE project_id = ? AND stream = ?`,
+		log.ProjectID, string(log.Stream))
+	if err != nil {
+		return fmt.Errorf("sqlite: delete retention %s: %w", log, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("sqlite: retention %s: %w", log, catalog.ErrNotFound)
+	}
+	return nil
+}
+
+// ListAllRetention returns every policy of every project, by project and stream.
+func (db *DB) ListAllRetention(ctx context.Context) ([]catalog.Retention, error) {
+	rows, err := db.r.QueryContext(ctx, `SELECT project_id, stream, days, updated_ms FROM retention_policies
+		ORDER BY project_id, stream`)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: list all retention: %w", err)
+	}
+	return collect(rows, scanRetention)
+}
+
+// SetMinRetention sets the project's minimum retention in days; 0 removes it.
+func (db *DB) SetMinRetention(ctx context.Context, projectID string, days int) error {
+	var err error
+	if days == 0 {
+		_, err = db.w.ExecContext(ctx, `DELETE FROM retention_minimums WHERE project_id = ?`, projectID)
+	} else {
+		_, err = db.w.ExecContext(ctx, `INSERT INTO retention_minimums(project_id, days) VALUES (?, ?)
+			ON CONFLICT (project_id) DO UPDATE SET days = excluded.days`, projectID, days)
+	}
+	if err != nil {
+		return fmt.Errorf("sqlite: set minimum retention of %s: %w", projectID, mapErr(err))
+	}
+	return nil
+}
+
+// MinRetention returns the project's minimum retention in days, 0 when none is set.
+func (db *DB) MinRetention(ctx context.Context, projectID string) (int, error) {
+	var days int
+	err := db.r.QueryRowContext(ctx, `SELECT days FROM retention_minimums WHERE project_id = ?`, projectID).Scan(&days)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: minimum retention of %s: %w", projectID, err)
+	}
+	return days, nil
+}
+
+// Suspend records a billing suspension of the project, replacing any earlier one.
+func (db *DB) Suspend(ctx context.Context, s catalog.Suspension) (catalog.Suspension, error) {
+	if err := s.Validate(); err != nil {
+		return s, err
+	}
+	s.Since = db.stamp(s.Since)
+	if _, err := db.w.ExecContext(ctx, `INSERT INTO project_suspensions(project_id, reason, since_ms) VALUES (?, ?, ?)
+		ON CONFLICT (project_id) DO UPDATE SET reason = excluded.reason, since_ms = excluded.since_ms`,
+		s.ProjectID, s.Reason, ms(s.Since)); err != nil {
+		return s, fmt.Errorf("sqlite: suspend %s: %w", s.ProjectID, mapErr(err))
+	}
+	return s, nil
+}
+
+// Unsuspend lifts the project's suspension; a project not suspended is
+// catalog.ErrNotFound.
+func (db *DB) Unsuspend(ctx context.Context, projectID string) error {
+	res, err := db.w.ExecContext(ctx, `DELETE FROM project_suspensions WHERE project_id = ?`, projectID)
+	if err != nil {
+		return fmt.Errorf("sqlite: unsuspend %s: %w", projectID, err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return fmt.Errorf("sqlite: suspension of %s: %w", projectID, catalog.ErrNotFound)
+	}
+	return nil
+}
+
+// Suspension returns the project's suspension or catalog.ErrNotFound.
+func (db *DB) Suspension(ctx context.Context, projectID string) (catalog.Suspension, error) {
+	s := catalog.Suspension{ProjectID: projectID}
+	var since int64
+	err := db.r.QueryRowContext(ctx, `SELECT reason, since_ms FROM project_suspensions WHERE project_id = ?`, projectID).
+		Scan(&s.Reason, &since)
+	if err != nil {
+		return s, fmt.Errorf("sqlite: suspension of %s: %w", projectID, mapErr(err))
+	}
+	s.Since = catalog.FromUnixMS(since)
+	return s, nil
+}
+
+// TryLease takes or renews the lease name for holder until now+ttl, and reports
+// whether holder has it: a lease held by another holder is taken only once expired.
+func (db *DB) TryLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error) {
+	if err := catalog.ValidLease(name, holder, ttl); err != nil {
+		return false, err
+	}
+	res, err := db.w.ExecContext(ctx, `INSERT INTO leases(name, holder, expires_ms) VALUES (?1, ?2, ?3)
+		ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms
+		WHERE leases.holder = excluded.holder OR leases.expires_ms <= ?4`,
+		name, holder, now.Add(ttl).UnixMilli(), now.UnixMilli())
+	if err != nil {
+		return false, fmt.Errorf("sqlite: lease %s: %w", name, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// ReleaseLease gives up holder's lease name (nothing if another holder has it).
+func (db *DB) ReleaseLease(ctx context.Context, name, holder string) error {
+	if _, err := db.w.ExecContext(ctx, `DELETE FROM leases WHERE name = ? AND holder = ?`, name, holder); err != nil {
+		return fmt.Errorf("sqlite: release lease %s: %w", name, err)
+	}
+	return nil
+}
+
+// EventSpan returns the sequences of log's events received in [from, to).
+func (db *DB) EventSpan(ctx context.Context, log catalog.LogID, from, to time.Time) (catalog.Span, error) {
+	n, ok, err := db.logNum(ctx, log, false)
+	if err != nil || !ok {
+		return catalog.Span{}, err
+	}
+	var lo, hi sql.NullInt64
+	var count uint64
+	if err := db.r.QueryRowContext(ctx, `SELECT min(k), max(k), count(*) FROM events
+		WHERE k > ? AND k < ? AND received_ms >= ? AND received_ms < ?`,
+		key(n, 0), key(n+1, 0), from.UnixMilli(), to.UnixMilli()).Scan(&lo, &hi, &count); err != nil {
+		return catalog.Span{}, fmt.Errorf("sqlite: event span of %s: %w", log, err)
+	}
+	if count == 0 {
+		return catalog.Span{}, nil
+	}
+	return catalog.Span{First: seqOf(lo.Int64), Last: seqOf(hi.Int64), Count: count}, nil
+}
+
+// ScrubEvents blanks the action, actor and target of log's index rows first..last,
+// except the sequences in keep, and removes them from the term index: what retention
+// leaves of a shredded event is its sequence, id, time, status and hashes. It returns
+// the rows changed; scrubbing again changes nothing.
+func (db *DB) ScrubEvents(ctx context.Context, log catalog.LogID, first, last uint64, keep []uint64) (int64, error) {
+	n, ok, err := db.logNum(ctx, log, false)
+	if err != nil || !ok || first == 0 || last < first {
+		return 0, err
+	}
+	kept := make(map[uint64]bool, len(keep))
+	for _, s := range keep {
+		kept[s] = true
+	}
+	var changed int64
+	err = db.writeTx(ctx, func(tx *sql.Tx) error {
+		// Runs of sequences between the kept ones, each one UPDATE over a key range.
+		from := first
+		for _, to := range append(slices.Sorted(mapsKeys(kept, first, last)), last+1) {
+			if from < to {
+				res, err := tx.ExecContext(ctx, `UPDATE events SET action = '', actor_type = '', actor_id = '',
+					target_type = '', target_id = '' WHERE k >= ? AND k <= ? AND (action <> '' OR actor_id <> '' OR
+					actor_type <> '' OR target_type <> '' OR target_id <> '')`, key(n, from), key(n, to-1))
+				if err != nil {
+					return err
+				}
+				m, _ := res.RowsAffected()
+				changed += m
+			}
+			from = to + 1
+		}
+		return nil
+	})
+	if err != nil {
+		return changed, fmt.Errorf("sqlite: scrub %s %d-%d: %w", log, first, last, err)
+	}
+	if err := db.terms.purge(ctx, n, first, last, kept); err != nil {
+		return changed, fmt.Errorf("sqlite: scrub %s %d-%d from the term index: %w", log, first, last, err)
+	}
+	return changed, nil
+}
+
+// mapsKeys returns the keys of m within [lo, hi].
+func mapsKeys(m map[uint64]bool, lo, hi uint64) func(func(uint64) bool) {
+	return func(yield func(uint64) bool) {
+		for k := range m {
+			if k >= lo && k <= hi && !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// purge removes the sequences first..last of log number n, except those in keep, from
+// every posting, after indexing whatever is committed (so the indexer cannot add them
+// back from ids it kept in memory). A posting's sequences lie in one chunk of at most
+// termChunk events, so only postings whose last sequence is in [first, last+termChunk]
+// can hold one.
+func (ti *termIndex) purge(ctx context.Context, n int64, first, last uint64, keep map[uint64]bool) error {
+	if err := ti.catchUp(); err != nil {
+		return fmt.Errorf("catch up: %w", err)
+	}
+	tx, err := ti.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	type posting struct {
+		kind  int
+		value string
+		last  int64
+		kept  []uint64
+	}
+	var ps []posting
+	err = eachRow(ctx, tx, `SELECT kind, value, last, seqs FROM term_postings WHERE log = ? AND last >= ? AND last <= ?`,
+		[]any{n, int64(first), int64(last + termChunk)}, func(r *sql.Rows) error {
+			var p posting
+			var list string
+			if err := r.Scan(&p.kind, &p.value, &p.last, &list); err != nil {
+				return err
+			}
+			seqs, err := parseSeqs(list)
+			if err != nil {
+				return err
+			}
+			for _, s := range seqs {
+				if s < first || s > last || keep[s] {
+					p.kept = append(p.kept, s)
+				}
+			}
+			if len(p.kept) < len(seqs) {
+				ps = append(ps, p)
+			}
+			return nil
+		})
+	if err != nil {
+		return err
+	}
+	for _, p := range ps {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM term_postings WHERE log = ? AND kind = ? AND value = ? AND last = ?`,
+			n, p.kind, p.value, p.last); err != nil {
+			return err
+		}
+		if len(p.kept) == 0 {
+			continue
+		}
+		list := make([]string, len(p.kept))
+		for i, s := range p.kept {
+			list[i] = strconv.FormatUint(s, 10)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO term_postings(log, kind, value, last, seqs) VALUES (?, ?, ?, ?, ?)`,
+			n, p.kind, p.value, int64(p.kept[len(p.kept)-1]), strings.Join(list, ",")); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
+
+// AddHeldPayload records that the payload of log's event seq has a copy under the
+// hold key (the object <project>/<stream>/held/<seq>). Recording it again is a no-op.
+func (db *DB) AddHeldPayload(ctx context.Context, log catalog.LogID, seq uint64) error {
+	if _, err := db.w.ExecContext(ctx, `INSERT INTO held_payloads(project_id, stream, seq) VALUES (?, ?, ?)
+		ON CONFLICT DO NOTHING`, log.ProjectID, string(log.Stream), int64(seq)); err != nil {
+		return fmt.Errorf("sqlite: held payload %s #%d: %w", log, seq, err)
+	}
+	return nil
+}
+
+// RemoveHeldPayload forgets the hold-key copy of log's event seq.
+func (db *DB) RemoveHeldPayload(ctx context.Context, log catalog.LogID, seq uint64) error {
+	if _, err := db.w.ExecContext(ctx, `DELETE FROM held_payloads WHERE project_id = ? AND stream = ? AND seq = ?`,
+		log.ProjectID, string(log.Stream), int64(seq)); err != nil {
+		return fmt.Errorf("sqlite: held payload %s #%d: %w", log, seq, err)
+	}
+	return nil
+}
+
+// HeldPayloads returns the sequences in [first, last] of log whose payload has a copy
+// under the hold key, ascending.
+func (db *DB) HeldPayloads(ctx context.Context, log catalog.LogID, first, last uint64) ([]uint64, error) {
+	var out []uint64
+	err := eachRow(ctx, db.r, `SELECT seq FROM held_payloads WHERE project_id = ? AND stream = ? AND seq >= ? AND seq <= ?
+		ORDER BY seq`, []any{log.ProjectID, string(log.Stream), int64(first), int64(min(last, maxSeq))}, func(r *sql.Rows) error {
+		var s int64
+		err := r.Scan(&s)
+		out = append(out, uint64(s))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: held payloads of %s: %w", log, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,142 @@
+package retention_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sealtrail/sealtrail/catalog"
+)
+
+// countingCatalog counts the catalog calls of a retention pass, by method.
+type countingCatalog struct {
+	catalog.RetentionCatalog
+	calls, scrubbed, destroyed atomic.Int64
+}
+
+func (c *countingCatalog) ScrubEvents(ctx context.Context, log catalog.LogID, first, last uint64, keep []uint64) (int64, error) {
+	c.calls.Add(1)
+	n, err := c.RetentionCatalog.ScrubEvents(ctx, log, first, last, keep)
+	c.scrubbed.Add(n)
+	return n, err
+}
+
+func (c *countingCatalog) DestroyDataKey(ctx context.Context, log catalog.LogID, epoch string, at time.Time) (catalog.DataKey, error) {
+	c.calls.Add(1)
+	c.destroyed.Add(1)
+	return c.RetentionCatalog.DestroyDataKey(ctx, log, epoch, at)
+}
+
+// benchEvents is how many index rows BenchmarkShredEpoch shreds: 10^6 with
+// SEALTRAIL_BENCH_SHRED=1 (make bench sets it; setting them up takes minutes), else
+// 10^4.
+func benchEvents() int {
+	if os.Getenv("SEALTRAIL_BENCH_SHRED") != "" {
+		return 1_000_000
+	}
+	return 10_000
+}
+
+// BenchmarkShredEpoch shreds one epoch of benchEvents() events (index rows committed
+// straight through the catalog, as the sequencer commits them) and reports the time of
+// the pass, the rows scrubbed and the data keys destroyed (one).
+func BenchmarkShredEpoch(b *testing.B) {
+	for name, open := range catalogs {
+		b.Run(name, func(b *testing.B) {
+			n := benchEvents()
+			for range b.N {
+				b.StopTimer()
+				start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+				cat := &countingCatalog{RetentionCatalog: open(b)}
+				st := newStack(b, cat, start)
+				p, err := st.ctl.CreateProject(context.Background(), operator, "bench")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := st.ctl.SetRetention(context.Background(), operator, p.ID, catalog.StreamEvents, 30); err != nil {
+					b.Fatal(err)
+				}
+				log := catalog.LogID{ProjectID: p.ID, Stream: catalog.StreamEvents}
+				if _, err := st.kr.NewSealer(context.Background(), log, "2026-01"); err != nil {
+					b.Fatal(err)
+				}
+				sealRows(b, cat, log, start, n)
+				st.clock.Set(time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC))
+				b.StartTimer()
+				began := time.Now()
+				done, err := st.job.RunOnce(context.Background())
+				elapsed := time.Since(began)
+				b.StopTimer()
+				if err != nil || len(done) != 1 || done[0].Span.Count != uint64(n) {
+					b.Fatalf("RunOnce = %+v, %v", done, err)
+				}
+				if cat.destroyed.Load() != 1 || cat.scrubbed.Load() != int64(n) {
+					b.Fatalf("destroyed %d keys, scrubbed %d rows", cat.destroyed.Load(), cat.scrubbed.Load())
+				}
+				b.ReportMetric(float64(cat.destroyed.Load()), "keys-destroyed")
+				b.ReportMetric(float64(cat.scrubbed.Load()), "rows-scrubbed")
+				b.ReportMetric(float64(elapsed.Nanoseconds())/float64(n), "ns/event")
+				b.StartTimer()
+			}
+		})
+	}
+}
+
+// sealRows commits n index rows received from start on, two seconds apart (all in
+// start's month for n up to 10^6), in batches of 10,000.
+func sealRows(b *testing.B, cat catalog.Catalog, log catalog.LogID, start time.Time, n int) {
+	const batch = 10_000
+	for first := 1; first <= n; first += batch {
+		cnt := min(batch, n-first+1)
+		_, err := cat.Seal(context.Background(), log, func(_ context.Context, cp catalog.Checkpoint) (*catalog.SealBatch, error) {
+			evs := make([]catalog.Event, cnt)
+			for i := range evs {
+				seq := cp.Size + 1 + uint64(i)
+				evs[i] = catalog.Event{Sequence: seq, ID: fmt.Sprintf("evt_%d", seq), ReceivedAt: start.Add(time.Duration(seq) * 2 * time.Second),
+					Action: "doc.read", Status: "success", ActorType: "user", ActorID: fmt.Sprintf("u%d", seq%1000),
+					TargetType: "doc", TargetID: fmt.Sprintf("d%d", seq%5000)}
+			}
+			return &catalog.SealBatch{BatchID: fmt.Sprintf("b%d", first), Events: evs, Range: []catalog.Hash{{1}}, Root: catalog.Hash{2}}, nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkQueryAfterScrub measures the query cost of the decision to blank shredded
+// index values (docs/retention.md): an actor filter and an action filter over 10^5
+// rows, before and after the older half of them is scrubbed.
+func BenchmarkQueryAfterScrub(b *testing.B) {
+	const n = 100_000
+	for name, open := range catalogs {
+		b.Run(name, func(b *testing.B) {
+			cat := open(b)
+			log := catalog.LogID{ProjectID: "prj_bench", Stream: catalog.StreamEvents}
+			sealRows(b, cat, log, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), n)
+			queries := map[string]catalog.Query{
+				"actor":  {Log: log, ActorID: "u7", Limit: 50},
+				"action": {Log: log, Action: "doc.read", Limit: 50, Descending: true},
+			}
+			run := func(b *testing.B, q catalog.Query) {
+				for b.Loop() {
+					if _, err := cat.QueryEvents(context.Background(), q); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			for qn, q := range queries {
+				b.Run("live/"+qn, func(b *testing.B) { run(b, q) })
+			}
+			if _, err := cat.ScrubEvents(context.Background(), log, 1, n/2, nil); err != nil {
+				b.Fatal(err)
+			}
+			for qn, q := range queries {
+				b.Run("scrubbed/"+qn, func(b *testing.B) { run(b, q) })
+			}
+		})
+	}
+}
