@@ -27,6 +27,10 @@ type Publisher interface {
 	Publish(ctx context.Context, signedCheckpoint []byte) (ref string, proof json.RawMessage, at time.Time, err error)
 }
 
+// TypeRFC3161 is the anchorType of an RFC 3161 timestamp (package anchor/tsa): its
+// time, when present, is the anchors' anchoredAt.
+const TypeRFC3161 = "rfc3161"
+
 // Prefix is the object-store prefix of the tree_heads log. Project ids start with
 // "prj_", so it never meets a project-stream's prefix.
 const Prefix tiles.Prefix = "tree_heads/"
@@ -64,6 +68,12 @@ type Job struct {
 	origin string
 	writer *tiles.Writer
 	cache  *tiles.TileCache
+	// attested holds the publishers' answers for the last checkpoint published
+	// (publish.go, attest).
+	attested struct {
+		checkpoint []byte
+		by         map[int]attestation
+	}
 }
 
 // New returns a Job.

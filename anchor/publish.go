@@ -1,6 +1,7 @@
 package anchor
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -30,32 +31,9 @@ func (j *Job) anchor(ctx context.Context, st catalog.TreeHeadsLog) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	var (
-		ext  []tlog.ExternalProof
-		at   time.Time
-		errs []error
-	)
-	for _, p := range j.cfg.Publishers {
-		ref, proof, t, err := p.Publish(ctx, note)
-		if err != nil {
-			j.cfg.Logger.Warn("anchor: publication failed", slog.String("anchorType", p.Type()), slog.Any("err", err))
-			errs = append(errs, fmt.Errorf("%s: %w", p.Type(), err))
-			continue
-		}
-		e := tlog.ExternalProof{AnchorType: p.Type(), AnchorRef: ref, Proof: proof}
-		if !t.IsZero() {
-			e.AnchoredAt = tlog.FormatTime(t)
-			if at.IsZero() || t.Before(at) {
-				at = t
-			}
-		}
-		ext = append(ext, e)
-	}
-	if len(ext) == 0 {
-		return 0, fmt.Errorf("anchor: no publisher attested tree_heads %d: %w", st.Size, errors.Join(errs...))
-	}
-	if at.IsZero() {
-		at = j.cfg.Now()
+	ext, at, err := j.attest(ctx, note, st.Size)
+	if err != nil {
+		return 0, err
 	}
 	rd := tiles.NewReader(j.cfg.Store, Prefix, tiles.Tree{Size: st.Size, Root: st.Root}, j.cache)
 	n := 0
@@ -90,6 +68,68 @@ func (j *Job) anchor(ctx context.Context, st catalog.TreeHeadsLog) (int, error) 
 		n += len(page)
 		from = page[len(page)-1].Index + 1
 	}
+}
+
+// attestation is one publisher's answer for one checkpoint.
+type attestation struct {
+	ext tlog.ExternalProof
+	at  time.Time
+}
+
+// attest has every publisher attest note, the checkpoint of tree_heads size size, and
+// returns their proofs in publisher order and the anchors' anchoredAt: the earliest
+// RFC 3161 genTime when a TSA attested (a time no one here controls), else the
+// earliest time another party attests, else the job's clock.
+//
+// A publisher's answer for a checkpoint is kept in memory until the checkpoint
+// changes: a run that published but failed to record the anchors reuses it rather
+// than publishing the same checkpoint again, which Rekor refuses (409, no proof: the
+// first proof is the one to keep). docs/anchoring.md "Publishers".
+func (j *Job) attest(ctx context.Context, note []byte, size uint64) ([]tlog.ExternalProof, time.Time, error) {
+	if !bytes.Equal(j.attested.checkpoint, note) {
+		j.attested.checkpoint, j.attested.by = note, map[int]attestation{}
+	}
+	var (
+		ext           []tlog.ExternalProof
+		earliest, tsa time.Time
+		errs          []error
+	)
+	for i, p := range j.cfg.Publishers {
+		a, ok := j.attested.by[i]
+		if !ok {
+			ref, proof, t, err := p.Publish(ctx, note)
+			if err != nil {
+				j.cfg.Logger.Warn("anchor: publication failed", slog.String("anchorType", p.Type()), slog.Any("err", err))
+				errs = append(errs, fmt.Errorf("%s: %w", p.Type(), err))
+				continue
+			}
+			a = attestation{ext: tlog.ExternalProof{AnchorType: p.Type(), AnchorRef: ref, Proof: proof}, at: t}
+			if !t.IsZero() {
+				a.ext.AnchoredAt = tlog.FormatTime(t)
+			}
+			j.attested.by[i] = a
+		}
+		ext = append(ext, a.ext)
+		switch {
+		case a.at.IsZero():
+		case p.Type() == TypeRFC3161:
+			if tsa.IsZero() || a.at.Before(tsa) {
+				tsa = a.at
+			}
+		case earliest.IsZero() || a.at.Before(earliest):
+			earliest = a.at
+		}
+	}
+	if len(ext) == 0 {
+		return nil, time.Time{}, fmt.Errorf("anchor: no publisher attested tree_heads %d: %w", size, errors.Join(errs...))
+	}
+	switch {
+	case !tsa.IsZero():
+		return ext, tsa, nil
+	case !earliest.IsZero():
+		return ext, earliest, nil
+	}
+	return ext, j.cfg.Now(), nil
 }
 
 func hexBytes(s string) ([]byte, error) {

@@ -68,7 +68,8 @@ type Config struct {
 	ProjectID string
 	// WitnessKeys are the signed-note verifier keys of the witnesses the caller
 	// trusts: VerifyAnchor then requires a cosignature of one of them. Without them an
-	// anchor is checked up to the service-signed tree_heads checkpoint.
+	// anchor is checked up to the service-signed tree_heads checkpoint. Rekor and
+	// RFC 3161 attestations are not checked by the client (docs/client.md).
 	WitnessKeys []string
 	// OnTamper is called once, with the error that poisoned the client, in addition to
 	// that error being returned. It runs on the goroutine that detected the tamper

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/sealtrail/sealtrail/anchor/rekor"
+	"github.com/sealtrail/sealtrail/anchor/tsa"
 	"github.com/sealtrail/sealtrail/tlog"
 )
 
@@ -18,8 +21,8 @@ const maxAnchorFile = 16 << 20
 // anchorTrust is what the auditor trusts to check the outside attestations.
 type anchorTrust struct {
 	witnessKeys []string
-	rekorKey    string // file, for the rekor verifier
-	tsaCert     string // file, for the rfc3161 verifier
+	rekor       *rekor.Trust // from --rekor-key, with the --service-key when given
+	tsa         *tsa.Trust   // from --tsa-cert
 }
 
 // externalVerifier checks one outside party's proof of the tree_heads checkpoint and
@@ -27,13 +30,60 @@ type anchorTrust struct {
 // that party (the link is then reported, not checked).
 type externalVerifier func(t *anchorTrust, signedCheckpoint []byte, proof json.RawMessage) (at time.Time, checked bool, err error)
 
-// externalVerifiers dispatches by anchorType. "rekor" and "rfc3161" are wired to
-// anchor/rekor and anchor/tsa where the build has them; until then they are refused
-// as not supported (exit 2), never passed.
+// externalVerifiers dispatches by anchorType. A nil verifier is refused as not
+// supported (exit 2), never passed.
 var externalVerifiers = map[string]externalVerifier{
-	"witness": verifyWitnessAnchor,
-	"rekor":   nil,
-	"rfc3161": nil,
+	"witness":        verifyWitnessAnchor,
+	rekor.AnchorType: verifyRekorAnchor,
+	tsa.AnchorType:   verifyTSAAnchor,
+}
+
+// verifyRekorAnchor checks a Rekor v2 entry of the checkpoint (anchor/rekor.Verify).
+// A proof that does not verify is a broken link (tlog.ErrAnchor: exit 1).
+func verifyRekorAnchor(t *anchorTrust, cp []byte, proof json.RawMessage) (time.Time, bool, error) {
+	if t.rekor == nil {
+		return time.Time{}, false, nil
+	}
+	at, err := rekor.Verify(cp, proof, *t.rekor)
+	return at, true, asBrokenLink(err, rekor.ErrVerify)
+}
+
+// verifyTSAAnchor checks an RFC 3161 token of the checkpoint (anchor/tsa.Verify).
+func verifyTSAAnchor(t *anchorTrust, cp []byte, proof json.RawMessage) (time.Time, bool, error) {
+	if t.tsa == nil {
+		return time.Time{}, false, nil
+	}
+	at, err := tsa.Verify(cp, proof, *t.tsa)
+	return at, true, asBrokenLink(err, tsa.ErrVerify)
+}
+
+// asBrokenLink marks err as tlog.ErrAnchor when it is the verifier's rejection verr.
+func asBrokenLink(err, verr error) error {
+	if errors.Is(err, verr) {
+		return fmt.Errorf("%w: %w", tlog.ErrAnchor, err)
+	}
+	return err
+}
+
+// loadAnchorTrust reads the --rekor-key and --tsa-cert files; a file that cannot be
+// read or parsed is a usage error (exit 2).
+func loadAnchorTrust(t *anchorTrust, rekorKey, tsaCert string, serviceKey ed25519.PublicKey) error {
+	if rekorKey != "" {
+		tr, err := rekor.LoadTrust(rekorKey)
+		if err != nil {
+			return fmt.Errorf("--rekor-key: %w", err)
+		}
+		tr.ServiceKey = serviceKey
+		t.rekor = &tr
+	}
+	if tsaCert != "" {
+		tr, err := tsa.LoadTrust(tsaCert)
+		if err != nil {
+			return fmt.Errorf("--tsa-cert: %w", err)
+		}
+		t.tsa = &tr
+	}
+	return nil
 }
 
 func verifyWitnessAnchor(t *anchorTrust, cp []byte, proof json.RawMessage) (time.Time, bool, error) {
@@ -77,7 +127,10 @@ func runVerifyAnchor(e *env, args []string) error {
 	if err := required(fs, "anchor"); err != nil {
 		return err
 	}
-	trust := &anchorTrust{witnessKeys: witnesses, rekorKey: *rekorKey, tsaCert: *tsaCert}
+	trust := &anchorTrust{witnessKeys: witnesses}
+	if err := loadAnchorTrust(trust, *rekorKey, *tsaCert, key.key); err != nil {
+		return err
+	}
 	for _, k := range witnesses {
 		if _, err := tlog.NewCosignatureVerifier(k); err != nil {
 			return fmt.Errorf("--witness-key: %w", err)

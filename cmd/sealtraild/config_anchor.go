@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -22,6 +23,29 @@ type AnchorConfig struct {
 	// checkpoint. Each must know the tree_heads log: its origin <origin>/tree_heads
 	// and the verifier key that `sealtraild admin checkpoint-key` prints.
 	Witnesses []WitnessConfig `json:"witnesses"`
+	// Rekor, when set, is a Sigstore Rekor v2 log (rekor-tiles) that logs every new
+	// tree_heads checkpoint as a hashedrekord entry signed with the service key
+	// (Ed25519ph). Package anchor/rekor, docs/anchoring-external.md.
+	Rekor *PeerURLConfig `json:"rekor"`
+	// TSA, when set, is an RFC 3161 time-stamping authority that timestamps every new
+	// tree_heads checkpoint; its genTime becomes the anchors' anchoredAt. url is the
+	// full timestamp endpoint (sigstore timestamp-authority: <base>/api/v1/timestamp).
+	TSA *PeerURLConfig `json:"tsa"`
+	// PeerTimeoutMS bounds one request to a Rekor log or TSA (default 30,000: Rekor
+	// answers after its next checkpoint).
+	PeerTimeoutMS int `json:"peerTimeoutMs"`
+}
+
+// PeerURLConfig names an outside party by its URL.
+type PeerURLConfig struct {
+	URL string `json:"url"`
+}
+
+func (a *AnchorConfig) peerTimeout() time.Duration {
+	if a.PeerTimeoutMS == 0 {
+		return 30 * time.Second
+	}
+	return ms(a.PeerTimeoutMS)
 }
 
 // WitnessConfig names one witness.
@@ -50,6 +74,20 @@ func (a *AnchorConfig) check() error {
 		}
 		if _, err := tlog.NewCosignatureVerifier(w.Key); err != nil {
 			return fmt.Errorf("config: anchor.witnesses[%d].key: %w", i, err)
+		}
+	}
+	if a.PeerTimeoutMS < 0 || (a.PeerTimeoutMS > 0 && a.PeerTimeoutMS < 100) {
+		return errors.New("config: anchor.peerTimeoutMs must be at least 100 (0 is the default 30 s)")
+	}
+	for _, p := range []struct {
+		name string
+		cfg  *PeerURLConfig
+	}{{"rekor", a.Rekor}, {"tsa", a.TSA}} {
+		if p.cfg == nil {
+			continue
+		}
+		if u, err := url.Parse(p.cfg.URL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("config: anchor.%s.url %q must be an http(s) URL", p.name, p.cfg.URL)
 		}
 	}
 	return nil

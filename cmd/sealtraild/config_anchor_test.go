@@ -26,7 +26,20 @@ func TestConfigAnchor(t *testing.T) {
 	if err := c.resolve(); err != nil || c.Anchor.interval() != 2*time.Second || c.Anchor.Witnesses[0].Key != key {
 		t.Fatalf("anchor config from the environment %+v, %v", c.Anchor, err)
 	}
+	t.Setenv("SEALTRAIL_ANCHOR", `{"rekor": {"url": "http://127.0.0.1:9"}, "tsa": {"url": "https://tsa.example/api/v1/timestamp"}, "peerTimeoutMs": 5000}`)
+	c = defaultConfig()
+	if err := c.load(""); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.resolve(); err != nil || c.Anchor.Rekor.URL != "http://127.0.0.1:9" || c.Anchor.TSA == nil || c.Anchor.peerTimeout() != 5*time.Second {
+		t.Fatalf("rekor and tsa config from the environment %+v, %v", c.Anchor, err)
+	}
 	for _, tc := range []struct{ env, want string }{
+		{`{"rekor": {"url": "ftp://x"}}`, "anchor.rekor.url"},
+		{`{"rekor": {}}`, "anchor.rekor.url"},
+		{`{"tsa": {"url": "http://"}}`, "anchor.tsa.url"},
+		{`{"tsa": {"url": "http://x", "key": "k"}}`, "SEALTRAIL_ANCHOR"},
+		{`{"peerTimeoutMs": 10}`, "anchor.peerTimeoutMs"},
 		{`{"intervalMs": 5}`, "anchor.intervalMs"},
 		{`{"witnesses": [{"url": "ftp://x", "key": "` + key + `"}]}`, "anchor.witnesses[0].url"},
 		{`{"witnesses": [{"url": "http://x", "key": "nokey"}]}`, "anchor.witnesses[0].key"},

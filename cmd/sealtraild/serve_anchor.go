@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"sync"
 
 	"github.com/sealtrail/sealtrail/anchor"
+	"github.com/sealtrail/sealtrail/anchor/rekor"
+	"github.com/sealtrail/sealtrail/anchor/tsa"
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/tiles"
 	"github.com/sealtrail/sealtrail/tlog"
@@ -33,6 +36,21 @@ func startAnchoring(ctx context.Context, cfg Config, cat db, store tiles.Store, 
 	var pubs []anchor.Publisher
 	for _, w := range cfg.Anchor.Witnesses {
 		p, err := anchor.NewWitness(w.URL, w.Key, job.ConsistencyProof, nil)
+		if err != nil {
+			return nil, err
+		}
+		pubs = append(pubs, p)
+	}
+	peers := &http.Client{Timeout: cfg.Anchor.peerTimeout()}
+	if r := cfg.Anchor.Rekor; r != nil {
+		p, err := rekor.New(r.URL, key, peers)
+		if err != nil {
+			return nil, err
+		}
+		pubs = append(pubs, p)
+	}
+	if ts := cfg.Anchor.TSA; ts != nil {
+		p, err := tsa.New(ts.URL, peers)
 		if err != nil {
 			return nil, err
 		}

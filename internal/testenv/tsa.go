@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
+	"syscall"
 	"testing"
 )
 
@@ -20,11 +23,14 @@ type TSAServer struct {
 
 // TSA starts timestamp-server (installed by .ci/install.d/40-timestamp-authority.sh) on
 // a free loopback port with an in-memory signer, whose fresh certificate chain it
-// returns; it is stopped when the test ends. Without the binary the test skips, or
+// returns; it is stopped when the test ends. timestamp-server always binds its metrics
+// server to :2112 (it has no flag for it), so one runs at a time on a machine: TSA
+// waits for the others to stop. Without the binary the test skips, or
 // fails under CI=true.
 func TSA(t testing.TB) TSAServer {
 	t.Helper()
 	bin := PeerBinary(t, "timestamp-server", ".ci/install.d/40-timestamp-authority.sh")
+	lockTSAMetricsPort(t)
 	dir := t.TempDir()
 	p := FreePorts(t, 1)
 	base := "http://127.0.0.1:" + strconv.Itoa(p[0])
@@ -56,4 +62,23 @@ func TSA(t testing.TB) TSAServer {
 		return nil
 	})
 	return TSAServer{URL: base, CertChain: chain}
+}
+
+// lockTSAMetricsPort takes an exclusive lock on a file named after the port 2112 until
+// the test ends (after the server has stopped: cleanups run last first), across
+// processes and within one.
+func lockTSAMetricsPort(t testing.TB) {
+	t.Helper()
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "sealtrail-timestamp-server-2112.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("testenv: timestamp-server lock: %v", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatalf("testenv: timestamp-server lock: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	})
 }
