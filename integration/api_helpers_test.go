@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -216,6 +217,24 @@ func (s *server) receipt(token, stream string) tlog.Receipt {
 	}
 	if err := tlog.VerifyReceipt(s.pub, &rec); err != nil {
 		s.t.Fatalf("/verify: receipt does not verify: %v\n%s", err, r.raw)
+	}
+	// As docs/formats.md defines it, generically: Ed25519 over the JCS of the body
+	// without "signature", so the body may carry no member the signature leaves out.
+	delete(r.body, "signature")
+	unsigned, err := json.Marshal(r.body)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	msg, err := tlog.Canonicalize(unsigned)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	sig, err := hex.DecodeString(rec.Signature)
+	if err != nil || !ed25519.Verify(s.pub, msg, sig) {
+		s.t.Fatalf("/verify: the body is not exactly the signed receipt: %s", r.raw)
+	}
+	if n, err := strconv.ParseUint(r.header.Get("Sealtrail-Shredded-Count"), 10, 64); err != nil || n > rec.CheckedCount {
+		s.t.Fatalf("/verify: Sealtrail-Shredded-Count %q of %d checked", r.header.Get("Sealtrail-Shredded-Count"), rec.CheckedCount)
 	}
 	return rec
 }
