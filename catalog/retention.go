@@ -71,4 +71,9 @@ type RetentionCatalog interface {
 	AddHeldPayload(ctx context.Context, log LogID, seq uint64) error
 	RemoveHeldPayload(ctx context.Context, log LogID, seq uint64) error
 	HeldPayloads(ctx context.Context, log LogID, first, last uint64) ([]uint64, error)
+	// DestroyUnheldDataKey is DestroyDataKey made conditional, in one transaction that
+	// legal-hold creation is serialized with: if an event of log in first..last is
+	// named by an active legal hold and has no held payload, nothing changes and the
+	// error wraps ErrConflict (the retention job copies it and tries again).
+	DestroyUnheldDataKey(ctx context.Context, log LogID, epoch string, first, last uint64, at time.Time) (DataKey, error)
 }

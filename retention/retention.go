@@ -16,7 +16,10 @@
 //     record, does not write a second one, and finishes steps 3-5.
 //  3. Copy held payloads again, for a hold created since step 1.
 //  4. Scrub the index rows of the range, except held events.
-//  5. Destroy the data key. Only now is anything lost, and only what the record names.
+//  5. Destroy the data key, in one catalog transaction serialized with legal-hold
+//     creation, only if every event of the range under an active hold has its held
+//     copy; if a hold came in after step 3, copy its events and try again. Only now
+//     is anything lost, and only what the record names.
 //
 // The range and count come from the event index for the epoch's receive times, which
 // never change, so a rerun computes the same record. See docs/retention.md.
@@ -49,6 +52,7 @@ type Catalog interface {
 	AddHeldPayload(ctx context.Context, log catalog.LogID, seq uint64) error
 	RemoveHeldPayload(ctx context.Context, log catalog.LogID, seq uint64) error
 	HeldPayloads(ctx context.Context, log catalog.LogID, first, last uint64) ([]uint64, error)
+	DestroyUnheldDataKey(ctx context.Context, log catalog.LogID, epoch string, first, last uint64, at time.Time) (catalog.DataKey, error)
 	TryLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error)
 	ReleaseLease(ctx context.Context, name, holder string) error
 }
@@ -189,7 +193,7 @@ func (j *Job) RunOnce(ctx context.Context) (done []Shredding, err error) {
 			}
 			done = append(done, sh)
 		}
-		if err := j.expire(ctx, p.Log, held); err != nil {
+		if err := j.expire(ctx, p.Log); err != nil {
 			return done, err
 		}
 	}
@@ -307,13 +311,50 @@ func (j *Job) shred(ctx context.Context, log catalog.LogID, epoch string, start,
 		}
 	}
 	j.step(4)
-	if err := j.cfg.Keyring.Destroy(ctx, log, epoch); err != nil { // 5
-		return sh, fmt.Errorf("retention: destroy %s %s: %w", log, epoch, err)
+	if keep, err = j.destroy(ctx, log, epoch, sp, keep); err != nil { // 5
+		return sh, err
 	}
+	sh.Held = len(keep)
 	j.step(5)
 	j.cfg.Logger.InfoContext(ctx, "retention shredded an epoch", slog.String("log", log.String()), slog.String("epoch", epoch),
 		slog.Uint64("first", sp.First), slog.Uint64("last", sp.Last), slog.Uint64("count", sp.Count), slog.Int("held", len(keep)))
 	return sh, nil
+}
+
+// destroyAttempts bounds the conditional destroys of step 5 in one pass; each one
+// refused means a hold was created since the copy before it.
+const destroyAttempts = 5
+
+// destroy is step 5: the catalog destroys the epoch's data key only if every event of
+// the span under an active legal hold has its held copy, in one transaction that hold
+// creation is serialized with. A refusal means a hold was created after the last copy:
+// its events are copied and the destroy tried again (the next pass goes on after
+// destroyAttempts). Then the keyring forgets the key (a no-op in the catalog). It
+// returns the held sequences of the span.
+func (j *Job) destroy(ctx context.Context, log catalog.LogID, epoch string, sp catalog.Span, keep []uint64) ([]uint64, error) {
+	for attempt := 1; ; attempt++ {
+		_, err := j.cfg.Catalog.DestroyUnheldDataKey(ctx, log, epoch, sp.First, sp.Last, j.cfg.Now())
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, catalog.ErrConflict) || attempt == destroyAttempts {
+			return keep, fmt.Errorf("retention: destroy %s %s: %w", log, epoch, err)
+		}
+		j.cfg.Logger.InfoContext(ctx, "retention: a legal hold came in while shredding; copying its events",
+			slog.String("log", log.String()), slog.String("epoch", epoch), slog.Any("reason", err))
+		held, err := j.heldSeqs(ctx, log)
+		if err != nil {
+			return keep, err
+		}
+		keep = within(held, sp)
+		if err := j.copyHeld(ctx, log, keep); err != nil {
+			return keep, err
+		}
+	}
+	if err := j.cfg.Keyring.Destroy(ctx, log, epoch); err != nil {
+		return keep, fmt.Errorf("retention: destroy %s %s: %w", log, epoch, err)
+	}
+	return keep, nil
 }
 
 func (j *Job) step(n int) {
@@ -392,11 +433,20 @@ func (j *Job) record(ctx context.Context, log catalog.LogID, epoch string, sp ca
 
 // expire lets go the held copies of log's events that no active hold names any more
 // and whose epoch is shredded: the object is deleted first, then its row, and the
-// event's index values are scrubbed as its epoch's were.
-func (j *Job) expire(ctx context.Context, log catalog.LogID, held []uint64) error {
+// event's index values are scrubbed as its epoch's were. The holds are read after the
+// copies, not at the start of the pass: a hold created while an epoch was being
+// shredded has its events copied by step 5 and must keep them.
+func (j *Job) expire(ctx context.Context, log catalog.LogID) error {
 	copies, err := j.cfg.Catalog.HeldPayloads(ctx, log, 1, 1<<62)
 	if err != nil {
 		return fmt.Errorf("retention: held payloads of %s: %w", log, err)
+	}
+	if len(copies) == 0 {
+		return nil
+	}
+	held, err := j.heldSeqs(ctx, log)
+	if err != nil {
+		return err
 	}
 	for _, seq := range copies {
 		if _, still := slices.BinarySearch(held, seq); still {

@@ -23,6 +23,7 @@ func RunRetention(t *testing.T, open OpenRetention) {
 		{"Lease", testLease},
 		{"SpanAndScrub", testSpanAndScrub},
 		{"HeldPayloads", testHeldPayloads},
+		{"DestroyUnheld", testDestroyUnheld},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -18,6 +18,9 @@ func (db *DB) CreateLegalHold(ctx context.Context, h catalog.LegalHold) (catalog
 	}
 	h.CreatedAt, h.ReleasedAt = db.stamp(h.CreatedAt), time.Time{}
 	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		if err := lockHolds(ctx, tx, h.ProjectID); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, `INSERT INTO legal_holds(project_id, id, membership_root, created_at) VALUES ($1, $2, $3, $4)`,
 			h.ProjectID, h.ID, h.MembershipRoot[:], h.CreatedAt); err != nil {
 			return mapErr(err)
@@ -144,9 +147,7 @@ func (db *DB) ListDataKeys(ctx context.Context, log catalog.LogID) ([]catalog.Da
 // the first time. The old row version stays on disk until VACUUM reclaims it; the
 // retention job vacuums data_keys after shredding (docs/catalog.md).
 func (db *DB) DestroyDataKey(ctx context.Context, log catalog.LogID, epoch string, at time.Time) (catalog.DataKey, error) {
-	k, err := scanDataKey(db.pool.QueryRow(ctx, `UPDATE data_keys SET wrapped = NULL, destroyed_at = coalesce(destroyed_at, $4)
-		WHERE project_id = $1 AND stream = $2 AND epoch = $3 RETURNING `+dataKeyCols,
-		log.ProjectID, string(log.Stream), epoch, db.stamp(at)))
+	k, err := scanDataKey(db.pool.QueryRow(ctx, destroyDataKeySQL, log.ProjectID, string(log.Stream), epoch, db.stamp(at)))
 	if err != nil {
 		return k, fmt.Errorf("postgres: destroy data key %s %s: %w", log, epoch, mapErr(err))
 	}

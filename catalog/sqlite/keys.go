@@ -159,13 +159,20 @@ func (db *DB) ListDataKeys(ctx context.Context, log catalog.LogID) ([]catalog.Da
 // (secure_delete overwrites them in the file) and it stays recorded as destroyed, so it
 // is never re-created. Destroying twice keeps the first time.
 func (db *DB) DestroyDataKey(ctx context.Context, log catalog.LogID, epoch string, at time.Time) (catalog.DataKey, error) {
-	if _, err := db.w.ExecContext(ctx, `UPDATE data_keys SET wrapped = NULL, destroyed_ms = ?
-		WHERE project_id = ? AND stream = ? AND epoch = ? AND destroyed_ms = 0`,
-		ms(db.stamp(at)), log.ProjectID, string(log.Stream), epoch); err != nil {
+	if _, err := db.w.ExecContext(ctx, destroyDataKeySQL, ms(db.stamp(at)), log.ProjectID, string(log.Stream), epoch); err != nil {
 		return catalog.DataKey{}, fmt.Errorf("sqlite: destroy data key %s %s: %w", log, epoch, err)
 	}
-	// Move the WAL's copy of the old page into the file (where secure_delete has zeroed
-	// it) and truncate the WAL. Best effort: readers may hold it open.
+	return db.destroyed(ctx, log, epoch)
+}
+
+// destroyDataKeySQL deletes a data key's wrapped bytes (args: at, project, stream, epoch).
+const destroyDataKeySQL = `UPDATE data_keys SET wrapped = NULL, destroyed_ms = ?
+	WHERE project_id = ? AND stream = ? AND epoch = ? AND destroyed_ms = 0`
+
+// destroyed finishes destroying a data key: it moves the WAL's copy of the old page
+// into the file (where secure_delete has zeroed it) and truncates the WAL (best effort:
+// readers may hold it open), then returns the key as stored.
+func (db *DB) destroyed(ctx context.Context, log catalog.LogID, epoch string) (catalog.DataKey, error) {
 	if _, err := db.w.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		db.log.Warn("sqlite: WAL checkpoint after destroying a data key", slog.Any("err", err))
 	}
