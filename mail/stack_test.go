@@ -13,6 +13,7 @@ import (
 	"github.com/sealtrail/sealtrail/catalog/postgres"
 	"github.com/sealtrail/sealtrail/catalog/sqlite"
 	"github.com/sealtrail/sealtrail/control"
+	"github.com/sealtrail/sealtrail/internal/stacktest"
 	"github.com/sealtrail/sealtrail/internal/testenv"
 	"github.com/sealtrail/sealtrail/keyring"
 	"github.com/sealtrail/sealtrail/sequencer"
@@ -25,22 +26,7 @@ import (
 // mailpit as the SMTP server.
 
 // clock is the fake time of a test, shared by its replicas.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
+type clock = stacktest.Clock
 
 // replica is one service's mail side with the control plane that writes its settings.
 type replica struct {
@@ -75,7 +61,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	return &world{t: t, ctx: context.Background(), key: key, pub: pub, pit: testenv.StartMailpit(t),
-		clock: &clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}, kek: kek}
+		clock: stacktest.NewClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)), kek: kek}
 }
 
 // smtp returns a sender to the world's mailpit with STARTTLS and AUTH.

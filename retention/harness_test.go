@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/sealtrail/sealtrail/catalog/postgres"
 	"github.com/sealtrail/sealtrail/catalog/sqlite"
 	"github.com/sealtrail/sealtrail/control"
+	"github.com/sealtrail/sealtrail/internal/stacktest"
 	"github.com/sealtrail/sealtrail/internal/testenv"
 	"github.com/sealtrail/sealtrail/keyring"
 	"github.com/sealtrail/sealtrail/retention"
@@ -25,22 +25,7 @@ import (
 )
 
 // clock is the fake clock every part of the stack reads.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
-}
+type clock = stacktest.Clock
 
 // stack is the real service stack over one catalog, an in-memory store and a fake
 // clock.
@@ -92,7 +77,7 @@ func newStackWith(t testing.TB, cat catalog.RetentionCatalog, store tiles.Store,
 		t.Fatal(err)
 	}
 	key := ed25519.NewKeyFromSeed(kekBytes) // any fixed key: the service key of this data
-	c := &clock{t: start}
+	c := stacktest.NewClock(start)
 	st := &stack{cat: cat, store: store, clock: c, key: key}
 	st.kr = keyring.New(cat, kek, keyring.Options{Now: c.Now})
 	st.seq, err = sequencer.New(sequencer.Config{Catalog: cat, Store: st.store, Keyring: st.kr, Origin: "test.example",
