@@ -8,10 +8,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sealtrail/sealtrail/internal/testenv"
 )
 
 // TestImage builds the Dockerfile with buildah and runs `sealtraild serve --dev` in the
@@ -76,7 +77,7 @@ func TestImage(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	var logs lockedBuffer
+	var logs testenv.Output
 	cmd := exec.Command(buildah, "run", "--isolation", "chroot", "--user", "65532:65532", ctr, "--",
 		"/usr/local/bin/sealtraild", "serve", "--dev", "--listen", addr)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -122,22 +123,4 @@ func TestImage(t *testing.T) {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// lockedBuffer collects a child's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

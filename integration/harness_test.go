@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/catalog/postgres"
 	"github.com/sealtrail/sealtrail/catalog/sqlite"
+	"github.com/sealtrail/sealtrail/internal/testenv"
 	"github.com/sealtrail/sealtrail/keyring"
 	"github.com/sealtrail/sealtrail/sequencer"
 	"github.com/sealtrail/sealtrail/tiles/storeurl"
@@ -74,24 +74,6 @@ func childEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
-// lockedBuffer collects a child's output.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // server is one running `sealtraild serve`.
 type server struct {
 	t       *testing.T
@@ -100,8 +82,8 @@ type server struct {
 	token   string // operator token
 	pub     ed25519.PublicKey
 	cmd     *exec.Cmd
-	stdout  lockedBuffer
-	stderr  lockedBuffer
+	stdout  testenv.Output
+	stderr  testenv.Output
 	exited  chan struct{}
 	waitErr error
 }
