@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -49,7 +50,10 @@ type killSetup struct {
 	Project string `json:"project"`
 }
 
-func openKill(t *testing.T, ks killSetup, now time.Time) *stack {
+// openKill opens the stack of ks in this process; closeDB closes its catalog (also at
+// test end), so that no background work of this process (SQLite's term indexer) still
+// writes while a child process has the catalog: SQLite is one process per file.
+func openKill(t *testing.T, ks killSetup, now time.Time) (st *stack, closeDB func()) {
 	t.Helper()
 	var db catalog.RetentionCatalog
 	var err error
@@ -61,12 +65,13 @@ func openKill(t *testing.T, ks killSetup, now time.Time) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(db.Close)
+	closeDB = sync.OnceFunc(db.Close)
+	t.Cleanup(closeDB)
 	store, err := fs.New(filepath.Join(ks.Dir, "objects"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newStackWith(t, db, store, ks.KEK, now)
+	return newStackWith(t, db, store, ks.KEK, now), closeDB
 }
 
 // TestKillChild is the child's body; it does nothing unless run by TestKillShred.
@@ -79,7 +84,7 @@ func TestKillChild(t *testing.T) {
 	if err := json.Unmarshal([]byte(raw), &ks); err != nil {
 		t.Fatal(err)
 	}
-	st := openKill(t, ks, killNow)
+	st, _ := openKill(t, ks, killNow)
 	job, err := retention.New(retention.Config{Catalog: st.cat, Reader: st.seq, Auditor: st.ctl, Keyring: st.kr,
 		Store: st.store, Now: st.clock.Now, Holder: "test", AfterStep: func(step int) {
 			fmt.Printf("step %d\n", step)
@@ -119,7 +124,8 @@ func killRound(t *testing.T, round int, dsn string) {
 	_, _ = rand.Read(ks.KEK)
 	// Set up in this process: events in three months, a hold in each, retention 1 day.
 	func() {
-		st := openKill(t, ks, killEpochs[0])
+		st, closeDB := openKill(t, ks, killEpochs[0])
+		defer closeDB()
 		p, err := st.ctl.CreateProject(ctx, operator, "kill")
 		if err != nil {
 			t.Fatal(err)
@@ -161,9 +167,12 @@ func killRound(t *testing.T, round int, dsn string) {
 		t.Fatal(err)
 	}
 	steps, killed := 0, false
+	var said []string // the child's other output, shown if it fails
 	sc := bufio.NewScanner(out)
 	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "step ") {
+		if !strings.HasPrefix(sc.Text(), "step ") {
+			said = append(said, sc.Text())
+		} else {
 			steps++
 			if steps >= killAfter && !killed {
 				_ = cmd.Process.Signal(syscall.SIGKILL)
@@ -173,11 +182,11 @@ func killRound(t *testing.T, round int, dsn string) {
 	}
 	werr := cmd.Wait()
 	if !killed && werr != nil {
-		t.Fatalf("round %d: child failed: %v", round, werr)
+		t.Fatalf("round %d: child failed after %d steps: %v\n%s", round, steps, werr, strings.Join(said, "\n"))
 	}
 	t.Logf("round %d: killed after %d steps (target %d, killed %v)", round, steps, killAfter, killed)
 
-	st := openKill(t, ks, killNow)
+	st, _ := openKill(t, ks, killNow)
 	checkKill(t, st, ks.Project, fmt.Sprintf("round %d after the kill", round))
 	if _, err := st.job.RunOnce(ctx); err != nil {
 		t.Fatalf("round %d: finishing pass: %v", round, err)
