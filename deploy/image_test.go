@@ -115,8 +115,13 @@ func TestImage(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if !strings.Contains(logs.String(), "API key (all scopes, shown once)") {
-		t.Fatalf("serve --dev in the image did not print the demo project:\n%s", logs.String())
+	// serve --dev prints the demo project after it starts serving, so /readyz can
+	// answer before the text is out: wait for it too.
+	for !strings.Contains(logs.String(), "API key (all scopes, shown once)") {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve --dev in the image did not print the demo project:\n%s", logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
