@@ -97,6 +97,7 @@ type Service struct {
 	auth      *ttlCache[catalog.APIKey]
 	limits    *ttlCache[int]
 	suspended *ttlCache[string] // suspension reason by project, "" when none
+	signing   *ttlCache[[]catalog.SigningKey]
 }
 
 // New returns the control plane over cat, sealing audit records with seq.
@@ -105,7 +106,8 @@ func New(cat Catalog, seq Sequencer, log *slog.Logger) *Service {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{cat: cat, seq: seq, log: log, now: time.Now, auth: newTTLCache[catalog.APIKey](time.Second),
-		limits: newTTLCache[int](time.Second), suspended: newTTLCache[string](time.Second)}
+		limits: newTTLCache[int](time.Second), suspended: newTTLCache[string](time.Second),
+		signing: newTTLCache[[]catalog.SigningKey](time.Second)}
 }
 
 func invalid(format string, args ...any) error {

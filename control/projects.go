@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"fmt"
 	"net/mail"
 	"slices"
 	"strings"
@@ -137,6 +138,7 @@ func (s *Service) AddSigningKey(ctx context.Context, actor Actor, projectID, pub
 		k, err = s.cat.CreateSigningKey(ctx, k)
 		return mapCatalog(err, "signing key "+id)
 	})
+	s.signing.forget(projectID)
 	return k, err
 }
 
@@ -157,6 +159,7 @@ func (s *Service) RevokeSigningKey(ctx context.Context, actor Actor, projectID, 
 		k, err = s.cat.RevokeSigningKey(ctx, projectID, keyID, s.now())
 		return mapCatalog(err, "signing key "+keyID)
 	})
+	s.signing.forget(projectID)
 	return k, err
 }
 
@@ -167,6 +170,23 @@ func (s *Service) ListSigningKeys(ctx context.Context, projectID string) ([]cata
 	}
 	ks, err := s.cat.ListSigningKeys(ctx, projectID)
 	return ks, mapCatalog(err, "signing keys")
+}
+
+// IngestSigningKeys returns the project's signing keys for the ingest path: from a
+// cache that a registration or revocation on this replica clears at once, and that
+// honours one made on another replica within a second (as API keys are). It does not
+// check that the project exists: the caller's API key already names it.
+func (s *Service) IngestSigningKeys(ctx context.Context, projectID string) ([]catalog.SigningKey, error) {
+	now := s.now()
+	if ks, ok := s.signing.get(projectID, now); ok {
+		return ks, nil
+	}
+	ks, err := s.cat.ListSigningKeys(ctx, projectID)
+	if err != nil {
+		return nil, fmt.Errorf("list signing keys: %w", err)
+	}
+	s.signing.put(projectID, ks, now)
+	return ks, nil
 }
 
 // MaxRetentionDays bounds a retention period (100 years).

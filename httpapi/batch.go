@@ -67,7 +67,7 @@ func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) {
 	if n := len(events) - 1; n > 0 && !s.allowIngest(w, r, n) {
 		return
 	}
-	keys, err := s.cfg.Catalog.ListSigningKeys(r.Context(), key.ProjectID)
+	keys, err := s.cfg.Control.IngestSigningKeys(r.Context(), key.ProjectID)
 	if err != nil {
 		s.internal(w, r, "signing keys", err)
 		return

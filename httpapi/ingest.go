@@ -89,7 +89,7 @@ func (s *Server) ingest(w http.ResponseWriter, r *http.Request) {
 // prepare applies the signing rules and builds the entry to seal. On failure it
 // returns the status and message to answer with.
 func (s *Server) prepare(r *http.Request, projectID string, in *eventInput) (sequencer.Entry, int, string) {
-	keys, err := s.cfg.Catalog.ListSigningKeys(r.Context(), projectID)
+	keys, err := s.cfg.Control.IngestSigningKeys(r.Context(), projectID)
 	if err != nil {
 		s.cfg.Logger.ErrorContext(r.Context(), "signing keys failed", "err", err, "request_id", requestID(r))
 		return sequencer.Entry{}, http.StatusInternalServerError, "Internal error"

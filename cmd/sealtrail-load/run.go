@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,9 +37,12 @@ type options struct {
 	batch      int
 	size       int
 	conc       []int
+	only       *regexp.Regexp // runs only the cases whose "system, case" matches
+	profile    string         // directory for a CPU profile of each Sealtrail case
 }
 
 func runAll(args []string) error {
+	var err error
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var o options
 	fs.StringVar(&o.sealtraild, "sealtraild", "bin/sealtraild", "the built service binary")
@@ -49,8 +53,15 @@ func runAll(args []string) error {
 	fs.IntVar(&o.batch, "batch", 1000, "events per POST /log/batch")
 	fs.IntVar(&o.size, "size", 1024, "bytes per event")
 	conc := fs.String("c", "200,1000", "concurrencies of the single-event one-project cases")
+	only := fs.String("only", "", "a regular expression: run only the cases whose \"system, case\" matches it")
+	fs.StringVar(&o.profile, "profile", "", "a directory: write a CPU profile of sealtraild over each Sealtrail case's measured window into it")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *only != "" {
+		if o.only, err = regexp.Compile(*only); err != nil {
+			return fmt.Errorf("-only: %w", err)
+		}
 	}
 	for _, s := range strings.Split(*conc, ",") {
 		var n int
@@ -63,6 +74,11 @@ func runAll(args []string) error {
 		u, err := url.Parse(o.pg)
 		if err != nil || (u.Hostname() != "127.0.0.1" && u.Hostname() != "localhost") {
 			return fmt.Errorf("-pg must be a postgres:// URL on 127.0.0.1")
+		}
+	}
+	if o.profile != "" {
+		if err := os.MkdirAll(o.profile, 0o755); err != nil {
+			return err
 		}
 	}
 	self, err := os.Executable()
@@ -121,6 +137,9 @@ func sealtrailCases(ctx context.Context, o options, t *table, work, name, adminD
 		return err
 	}
 	env := []string{"SEALTRAIL_RATE_LIMIT=1000000000", "SEALTRAIL_MAX_BATCH_EVENTS=" + fmt.Sprint(o.batch)}
+	if o.profile != "" {
+		env = append(env, "SEALTRAIL_OPS_PPROF=true")
+	}
 	dsn := ""
 	if adminDSN != "" {
 		var drop func()
@@ -140,6 +159,7 @@ func sealtrailCases(ctx context.Context, o options, t *table, work, name, adminD
 		return err
 	}
 	base := "http://" + p.addr
+	p.token = strings.TrimSpace(string(tok))
 	one, err := createKeys(base, strings.TrimSpace(string(tok)), 1)
 	if err != nil {
 		return err
@@ -167,6 +187,7 @@ func sealtrailCases(ctx context.Context, o options, t *table, work, name, adminD
 type proc struct {
 	cmd    *exec.Cmd
 	addr   string
+	token  string // the operator token, for /debug/pprof
 	exited chan struct{}
 }
 

@@ -3,7 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sealtrail/sealtrail/internal/loadtest"
@@ -30,6 +34,9 @@ func (t *table) header(o options) {
 // run warms up, then measures one case against p (and PostgreSQL's WAL when dsn is
 // set), and prints its row.
 func (t *table) run(ctx context.Context, o options, system, name string, p *proc, dsn string, l loadtest.Load) {
+	if o.only != nil && !o.only.MatchString(system+", "+name) {
+		return
+	}
 	w := l
 	w.Duration = o.warmup
 	if _, err := w.Run(ctx); err != nil {
@@ -45,7 +52,20 @@ func (t *table) run(ctx context.Context, o options, system, name string, p *proc
 	if l.Drain <= 0 {
 		l.Drain = 30 * time.Second
 	}
+	var profiled chan struct{}
+	if o.profile != "" && p.token != "" {
+		profiled = make(chan struct{})
+		go func() {
+			defer close(profiled)
+			if err := fetchProfile(p, o.duration, filepath.Join(o.profile, fileName(system+" "+name)+".pprof")); err != nil {
+				fmt.Fprintf(os.Stderr, "  %s %s: profile: %v\n", system, name, err)
+			}
+		}()
+	}
 	res, err := l.Run(ctx)
+	if profiled != nil {
+		<-profiled
+	}
 	u1, err1 := loadtest.ReadUsage(pid)
 	r := row{system: system, name: name, res: res, usage: u1.Sub(u0)}
 	if dsn != "" {
@@ -122,4 +142,44 @@ func (t *table) ratios() {
 		}
 		fmt.Println(line)
 	}
+}
+
+// fetchProfile writes sealtraild's CPU profile over the next d to file.
+func fetchProfile(p *proc, d time.Duration, file string) error {
+	secs := int(d / time.Second)
+	if secs < 1 {
+		secs = 1
+	}
+	req, err := http.NewRequest("GET", fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.addr, secs), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+p.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET /debug/pprof/profile: %s", resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// fileName turns a case name into a file name.
+func fileName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '_'
+	}, s)
 }
