@@ -58,16 +58,108 @@ type entity struct {
 // Strings inside context and metadata may contain it (docs/api-decisions.md).
 const nulMessage = "must not contain U+0000 (NUL)"
 
-func utf16Len(s string) int { return len(utf16.Encode([]rune(s))) }
+// utf16Len counts the UTF-16 code units of s.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
+	}
+	return n
+}
+
+// canonMembers splits a JSON object in RFC 8785 form (as tlog.CanonicalizeLimited
+// returns it: no whitespace, valid) into its members, keys decoded and values as their
+// canonical text. It returns false when canon is not an object.
+func canonMembers(canon []byte) (map[string]json.RawMessage, bool) {
+	if len(canon) < 2 || canon[0] != '{' {
+		return nil, false
+	}
+	type kv struct {
+		k string
+		v []byte
+	}
+	var small [24]kv
+	members := small[:0]
+	if canon[1] == '}' {
+		return map[string]json.RawMessage{}, len(canon) == 2
+	}
+	for i := 1; ; {
+		kEnd := skipCanonValue(canon, i)
+		key, ok := canonString(canon[i:kEnd])
+		if !ok || kEnd >= len(canon) || canon[kEnd] != ':' {
+			return nil, false
+		}
+		vEnd := skipCanonValue(canon, kEnd+1)
+		if vEnd >= len(canon) {
+			return nil, false
+		}
+		members = append(members, kv{key, canon[kEnd+1 : vEnd]})
+		if canon[vEnd] == '}' {
+			if vEnd != len(canon)-1 {
+				return nil, false
+			}
+			break
+		}
+		i = vEnd + 1 // past ','
+	}
+	m := make(map[string]json.RawMessage, len(members))
+	for _, e := range members {
+		m[e.k] = e.v
+	}
+	return m, true
+}
+
+// skipCanonValue returns the end of the canonical JSON value starting at canon[i].
+func skipCanonValue(canon []byte, i int) int {
+	depth := 0
+	for ; i < len(canon); i++ {
+		switch canon[i] {
+		case '"':
+			for i++; i < len(canon) && canon[i] != '"'; i++ {
+				if canon[i] == '\\' {
+					i++
+				}
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i
+			}
+			depth--
+		case ',', ':':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
+}
+
+// canonString decodes a canonical JSON string literal.
+func canonString(v []byte) (string, bool) {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return "", false
+	}
+	inner := v[1 : len(v)-1]
+	if !slices.Contains(inner, '\\') {
+		return string(inner), true
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
 
 // parseEvent validates an ingest body that is already in RFC 8785 form. It returns the
 // field errors, one per field, when the body does not match the schema.
 func parseEvent(canonical []byte) (*eventInput, []FieldError) {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(canonical, &raw); err != nil {
+	raw, ok := canonMembers(canonical)
+	if !ok {
 		return nil, []FieldError{{Field: "", Message: "body must be a JSON object"}}
 	}
-	in := &eventInput{members: map[string]json.RawMessage{}}
+	in := &eventInput{members: make(map[string]json.RawMessage, len(raw)+3)}
 	var errs []FieldError
 	bad := func(field, format string, args ...any) {
 		// One entry per field: a member already reported (say, a null required
@@ -85,8 +177,8 @@ func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 			}
 			return "", false
 		}
-		var s string
-		if v[0] != '"' || json.Unmarshal(v, &s) != nil {
+		s, ok := canonString(v)
+		if !ok {
 			bad(field, "must be a string")
 			return "", false
 		}
@@ -112,16 +204,16 @@ func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 			}
 			return nil
 		}
-		var m map[string]json.RawMessage
-		if v[0] != '{' || json.Unmarshal(v, &m) != nil {
+		m, ok := canonMembers(v)
+		if !ok {
 			bad(field, "must be an object {type, id, display?}")
 			return nil
 		}
 		var e entity
 		okAll := true
 		for k, mv := range m {
-			var s string
-			if mv[0] != '"' || json.Unmarshal(mv, &s) != nil {
+			s, ok := canonString(mv)
+			if !ok {
 				bad(field+"."+k, "must be a string")
 				okAll = false
 				continue
@@ -252,7 +344,10 @@ func (in *eventInput) payload() []byte {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = fmt.Appendf(out, "%q:", k)
+		// Payload member names are ASCII letters: their JCS form is the name quoted.
+		out = append(out, '"')
+		out = append(out, k...)
+		out = append(out, '"', ':')
 		out = append(out, in.members[k]...)
 	}
 	return append(out, '}')
@@ -273,10 +368,5 @@ func (in *eventInput) setString(member, value string) {
 			break
 		}
 	}
-	b, _ := json.Marshal(value)
-	canon, err := tlog.Canonicalize(b)
-	if err != nil {
-		return
-	}
-	in.members[member] = canon
+	in.members[member] = tlog.AppendJCSString(nil, value)
 }

@@ -28,7 +28,7 @@ func FuzzIngestDecoder(f *testing.F) {
 		`{"action":"a","actor":{"type":"u","id":"1"},"metadata":` + strings.Repeat(`{"a":`, 40) + `1` + strings.Repeat(`}`, 41),
 		`{"action":null,"actor":{"type":"u","id":"1","extra":1},"status":"bogus","unknown":true}`,
 		`{"action":"a","actor":{"type":"u","id":"1"},"action":"b"}`,
-		`[1,2,3]`, `"x"`, ``, `{`,
+		`[1,2,3]`, `"x"`, ``, `{`, `null`, `{"a":{}}`, `{"a":[{"b":"\\"}],"c":"\"}"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -40,6 +40,18 @@ func FuzzIngestDecoder(f *testing.F) {
 				t.Fatalf("error %v is not a *tlog.CanonError", err)
 			}
 			return
+		}
+		// canonMembers splits exactly as encoding/json decodes.
+		var want map[string]json.RawMessage
+		isObject := json.Unmarshal(canon, &want) == nil && want != nil
+		split, ok := canonMembers(canon)
+		if ok != isObject || len(split) != len(want) {
+			t.Fatalf("canonMembers(%q) = %d members, %v; encoding/json: %d, %v", canon, len(split), ok, len(want), isObject)
+		}
+		for k, v := range want {
+			if string(split[k]) != string(v) {
+				t.Fatalf("canonMembers(%q)[%q] = %q, encoding/json: %q", canon, k, split[k], v)
+			}
 		}
 		in, errs := parseEvent(canon)
 		if errs != nil {

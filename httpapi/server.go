@@ -166,6 +166,7 @@ func (s *Server) Handler() http.Handler { return s.withRequestLog(withStorableUR
 
 func (s *Server) routes() {
 	r := mux.NewRouter()
+	r.Use(noteRoute)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeError(w, http.StatusNotFound, "Not found") })
 	r.MethodNotAllowedHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		writeError(w, http.StatusMethodNotAllowed, "Method not allowed")
@@ -316,8 +317,31 @@ func (s *Server) internal(w http.ResponseWriter, r *http.Request, what string, e
 }
 
 func requestID(r *http.Request) string {
-	id, _ := r.Context().Value(keyRequestID).(string)
-	return id
+	if info, ok := r.Context().Value(keyRequestID).(*requestInfo); ok {
+		return info.id
+	}
+	return ""
+}
+
+// requestInfo is what withRequestLog learns about a request: its id, and the route
+// template the router matched (noted by noteRoute, so the router matches only once).
+type requestInfo struct {
+	id, route string
+}
+
+// noteRoute is router middleware: it records the matched route's template for the
+// request log and the request metrics.
+func noteRoute(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if info, ok := r.Context().Value(keyRequestID).(*requestInfo); ok {
+			if rt := mux.CurrentRoute(r); rt != nil {
+				if t, err := rt.GetPathTemplate(); err == nil {
+					info.route = t
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // statusRecorder remembers the status a handler wrote.
@@ -355,18 +379,12 @@ func (s *Server) withRequestLog(next http.Handler) http.Handler {
 		}
 		w.Header().Set("X-Request-Id", id)
 		rec := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), keyRequestID, id)))
+		info := &requestInfo{id: id, route: "other"}
+		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), keyRequestID, info)))
 		if rec.status == 0 {
 			rec.status = http.StatusOK
 		}
-		route := "other"
-		var rm mux.RouteMatch
-		if s.router.Match(r, &rm) && rm.Route != nil {
-			if t, err := rm.Route.GetPathTemplate(); err == nil {
-				route = t
-			}
-		}
-		s.metrics.requests.WithLabelValues(route, r.Method, statusClass(rec.status)).Inc()
+		s.metrics.requests.WithLabelValues(info.route, r.Method, statusClass(rec.status)).Inc()
 		s.cfg.Logger.LogAttrs(r.Context(), slog.LevelInfo, "request",
 			slog.String("request_id", id), slog.String("method", r.Method), slog.String("path", r.URL.Path),
 			slog.Int("status", rec.status), slog.Duration("duration", time.Since(start)))

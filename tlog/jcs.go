@@ -78,7 +78,7 @@ func CanonicalizeLimited(in []byte, lim Limits) ([]byte, error) {
 	}
 	p := &canonParser{in: in, lim: lim}
 	p.skipSpace()
-	out, err := p.value(make([]byte, 0, len(in)), 0)
+	out, err := p.value(make([]byte, 0, 2*len(in)+16), 0)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +123,15 @@ func (p *canonParser) value(out []byte, depth int) ([]byte, error) {
 	case c == '[':
 		return p.array(out, depth)
 	case c == '"':
+		if raw, ok, err := p.plainString(); err != nil {
+			return nil, err
+		} else if ok {
+			// No escapes: the raw text is already the JCS form (no '"', '\\' or
+			// control character in it, and valid UTF-8).
+			out = append(out, '"')
+			out = append(out, raw...)
+			return append(out, '"'), nil
+		}
 		s, err := p.string()
 		if err != nil {
 			return nil, err
@@ -153,9 +162,9 @@ func (p *canonParser) literal(out []byte, lit string) ([]byte, error) {
 var shortEscapes = map[byte]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
 
 type member struct {
-	key    string
-	value  []byte
-	keyPos int // offset of the key in the input
+	key        string
+	start, end int // the canonical value, in the output buffer
+	keyPos     int // offset of the key in the input
 }
 
 // compareMembers orders members by key in UTF-16 order and equal keys by position, so
@@ -182,9 +191,14 @@ func sortMembers(members []member, cmp func(a, b member) int) int {
 	return dup
 }
 
+// object parses an object and appends its JCS form to out. The members' canonical
+// values are first appended to out in input order; the sorted object is then assembled
+// after them and moved down to where the object starts.
 func (p *canonParser) object(out []byte, depth int) ([]byte, error) {
 	p.pos++ // '{'
-	var members []member
+	var small [16]member
+	members := small[:0]
+	base := len(out)
 	p.skipSpace()
 	if p.pos < len(p.in) && p.in[p.pos] == '}' {
 		p.pos++
@@ -196,7 +210,7 @@ func (p *canonParser) object(out []byte, depth int) ([]byte, error) {
 			return nil, p.errorf(ErrSyntax, "expected object key")
 		}
 		keyPos := p.pos
-		key, err := p.string()
+		key, err := p.key()
 		if err != nil {
 			return nil, err
 		}
@@ -209,11 +223,11 @@ func (p *canonParser) object(out []byte, depth int) ([]byte, error) {
 		if p.lim.MaxMembers > 0 && len(members) == p.lim.MaxMembers {
 			return nil, &CanonError{Kind: ErrLimit, Offset: keyPos, Detail: fmt.Sprintf("object with more than %d members", p.lim.MaxMembers)}
 		}
-		v, err := p.value(nil, depth+1)
-		if err != nil {
+		start := len(out)
+		if out, err = p.value(out, depth+1); err != nil {
 			return nil, err
 		}
-		members = append(members, member{key, v, keyPos})
+		members = append(members, member{key, start, len(out), keyPos})
 		p.skipSpace()
 		if p.pos >= len(p.in) {
 			return nil, p.errorf(ErrSyntax, "unterminated object")
@@ -232,6 +246,7 @@ func (p *canonParser) object(out []byte, depth int) ([]byte, error) {
 		m := members[dup]
 		return nil, &CanonError{Kind: ErrDuplicateKey, Offset: m.keyPos, Detail: strconv.Quote(m.key)}
 	}
+	tail := len(out)
 	out = append(out, '{')
 	for i, m := range members {
 		if i > 0 {
@@ -239,9 +254,11 @@ func (p *canonParser) object(out []byte, depth int) ([]byte, error) {
 		}
 		out = appendString(out, m.key)
 		out = append(out, ':')
-		out = append(out, m.value...)
+		out = append(out, out[m.start:m.end]...)
 	}
-	return append(out, '}'), nil
+	out = append(out, '}')
+	n := copy(out[base:], out[tail:])
+	return out[:base+n], nil
 }
 
 func (p *canonParser) array(out []byte, depth int) ([]byte, error) {
@@ -275,6 +292,45 @@ func (p *canonParser) array(out []byte, depth int) ([]byte, error) {
 		}
 		return nil, p.errorf(ErrSyntax, "expected ',' or ']' in array")
 	}
+}
+
+// plainString scans the JSON string at p.pos. When it holds no escape it returns its
+// raw text (valid UTF-8, no control character), true, and moves past it; when it holds
+// one it returns false and leaves p.pos for string.
+func (p *canonParser) plainString() ([]byte, bool, error) {
+	start := p.pos + 1
+	for i := start; i < len(p.in); {
+		c := p.in[i]
+		switch {
+		case c == '"':
+			p.pos = i + 1
+			return p.in[start:i], true, nil
+		case c == '\\':
+			return nil, false, nil
+		case c < 0x20:
+			p.pos = i
+			return nil, false, p.errorf(ErrSyntax, "control character in string")
+		case c < utf8.RuneSelf:
+			i++
+		default:
+			r, size := utf8.DecodeRune(p.in[i:])
+			if r == utf8.RuneError && size <= 1 {
+				p.pos = i
+				return nil, false, p.errorf(ErrInvalidUTF8, "")
+			}
+			i += size
+		}
+	}
+	p.pos = len(p.in)
+	return nil, false, p.errorf(ErrSyntax, "unterminated string")
+}
+
+// key parses an object key at p.pos.
+func (p *canonParser) key() (string, error) {
+	if raw, ok, err := p.plainString(); err != nil || ok {
+		return string(raw), err
+	}
+	return p.string()
 }
 
 // string parses a JSON string at p.pos and returns its value as valid UTF-8.
@@ -494,6 +550,9 @@ func AppendNumber(out []byte, f float64) []byte {
 	}
 	return append(out, strings.TrimLeft(exp[1:], "0")...)
 }
+
+// AppendJCSString appends s, valid UTF-8, as an RFC 8785 string literal.
+func AppendJCSString(out []byte, s string) []byte { return appendString(out, s) }
 
 // appendString appends s (valid UTF-8) as a JCS string literal: only '"', '\\' and
 // control characters are escaped, with the short forms where JSON has them.
