@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"time"
@@ -47,10 +46,12 @@ func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var body map[string]json.RawMessage
-	var events []json.RawMessage
-	if json.Unmarshal(canon, &body) != nil || len(body) != 1 || body["events"] == nil ||
-		json.Unmarshal(body["events"], &events) != nil || events == nil {
+	body, ok := canonMembers(canon)
+	var events [][]byte
+	if ok && len(body) == 1 && body["events"] != nil {
+		events, ok = canonElements(body["events"])
+	}
+	if !ok || len(body) != 1 || events == nil {
 		s.metrics.errors.WithLabelValues("bad_request").Inc()
 		writeDetails(w, http.StatusBadRequest, "Invalid batch", []FieldError{{Field: "events",
 			Message: "the body must be {\"events\": [event, ...]} and nothing else"}})

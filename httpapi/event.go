@@ -100,13 +100,42 @@ func canonMembers(canon []byte) (map[string]json.RawMessage, bool) {
 			}
 			break
 		}
-		i = vEnd + 1 // past ','
+		if canon[vEnd] != ',' {
+			return nil, false
+		}
+		i = vEnd + 1
 	}
 	m := make(map[string]json.RawMessage, len(members))
 	for _, e := range members {
 		m[e.k] = e.v
 	}
 	return m, true
+}
+
+// canonElements splits a JSON array in RFC 8785 form into its elements' canonical
+// text. It returns false when canon is not an array.
+func canonElements(canon []byte) ([][]byte, bool) {
+	if len(canon) < 2 || canon[0] != '[' {
+		return nil, false
+	}
+	if canon[1] == ']' {
+		return [][]byte{}, len(canon) == 2
+	}
+	var out [][]byte
+	for i := 1; ; {
+		end := skipCanonValue(canon, i)
+		if end >= len(canon) {
+			return nil, false
+		}
+		out = append(out, canon[i:end])
+		if canon[end] == ']' {
+			return out, end == len(canon)-1
+		}
+		if canon[end] != ',' {
+			return nil, false
+		}
+		i = end + 1
+	}
 }
 
 // skipCanonValue returns the end of the canonical JSON value starting at canon[i].

@@ -28,7 +28,7 @@ func FuzzIngestDecoder(f *testing.F) {
 		`{"action":"a","actor":{"type":"u","id":"1"},"metadata":` + strings.Repeat(`{"a":`, 40) + `1` + strings.Repeat(`}`, 41),
 		`{"action":null,"actor":{"type":"u","id":"1","extra":1},"status":"bogus","unknown":true}`,
 		`{"action":"a","actor":{"type":"u","id":"1"},"action":"b"}`,
-		`[1,2,3]`, `"x"`, ``, `{`, `null`, `{"a":{}}`, `{"a":[{"b":"\\"}],"c":"\"}"}`,
+		`[1,2,3]`, `[]`, `[{"a":[1,"]"]},"x",[]]`, `"x"`, ``, `{`, `null`, `{"a":{}}`, `{"a":[{"b":"\\"}],"c":"\"}"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -51,6 +51,17 @@ func FuzzIngestDecoder(f *testing.F) {
 		for k, v := range want {
 			if string(split[k]) != string(v) {
 				t.Fatalf("canonMembers(%q)[%q] = %q, encoding/json: %q", canon, k, split[k], v)
+			}
+		}
+		var wantElems []json.RawMessage
+		isArray := json.Unmarshal(canon, &wantElems) == nil && wantElems != nil
+		elems, ok := canonElements(canon)
+		if ok != isArray || len(elems) != len(wantElems) {
+			t.Fatalf("canonElements(%q) = %d elements, %v; encoding/json: %d, %v", canon, len(elems), ok, len(wantElems), isArray)
+		}
+		for i := range wantElems {
+			if string(elems[i]) != string(wantElems[i]) {
+				t.Fatalf("canonElements(%q)[%d] = %q, encoding/json: %q", canon, i, elems[i], wantElems[i])
 			}
 		}
 		in, errs := parseEvent(canon)
