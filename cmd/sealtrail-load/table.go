@@ -65,6 +65,9 @@ func (t *table) run(ctx context.Context, o options, system, name string, p *proc
 	res, err := l.Run(ctx)
 	if profiled != nil {
 		<-profiled
+		if err := fetchTo(p, "/metrics", filepath.Join(o.profile, fileName(system+" "+name)+".metrics")); err != nil {
+			fmt.Fprintf(os.Stderr, "  %s %s: metrics: %v\n", system, name, err)
+		}
 	}
 	u1, err1 := loadtest.ReadUsage(pid)
 	r := row{system: system, name: name, res: res, usage: u1.Sub(u0)}
@@ -146,11 +149,12 @@ func (t *table) ratios() {
 
 // fetchProfile writes sealtraild's CPU profile over the next d to file.
 func fetchProfile(p *proc, d time.Duration, file string) error {
-	secs := int(d / time.Second)
-	if secs < 1 {
-		secs = 1
-	}
-	req, err := http.NewRequest("GET", fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.addr, secs), nil)
+	return fetchTo(p, fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(1, int(d/time.Second))), file)
+}
+
+// fetchTo writes what GET path answers (with the operator token) to file.
+func fetchTo(p *proc, path, file string) error {
+	req, err := http.NewRequest("GET", "http://"+p.addr+path, nil)
 	if err != nil {
 		return err
 	}
@@ -161,7 +165,7 @@ func fetchProfile(p *proc, d time.Duration, file string) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET /debug/pprof/profile: %s", resp.Status)
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
 	}
 	f, err := os.Create(file)
 	if err != nil {
