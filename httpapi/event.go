@@ -363,12 +363,15 @@ func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 // payload returns the canonical payload: the payload members, in JCS order.
 func (in *eventInput) payload() []byte {
 	keys := make([]string, 0, len(in.members))
-	for k := range in.members {
+	size := 2
+	for k, v := range in.members {
 		keys = append(keys, k)
+		size += len(k) + 4 + len(v)
 	}
 	// Payload member names are ASCII, where UTF-16 order is byte order.
 	slices.Sort(keys)
-	out := []byte{'{'}
+	out := make([]byte, 1, size)
+	out[0] = '{'
 	for i, k := range keys {
 		if i > 0 {
 			out = append(out, ',')
