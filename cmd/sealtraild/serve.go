@@ -81,6 +81,7 @@ func serve(args []string, stdout, stderr io.Writer) error {
 		return usageError{err}
 	}
 	logger := newLogger(stderr, cfg.LogLevel)
+	tuneGC(logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, cfg, *dev, logger, stdout)
