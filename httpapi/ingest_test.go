@@ -127,3 +127,21 @@ func TestIngestSealErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteSealedIsWriteJSON: the ingest answer's fast path writes exactly what
+// writeJSON writes for the same result, headers included.
+func TestWriteSealedIsWriteJSON(t *testing.T) {
+	generated, err := tlog.NewEventID(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"evt_01J9Z8", "evt_a-b_c", generated} {
+		fast, slow := httptest.NewRecorder(), httptest.NewRecorder()
+		writeSealed(fast, id)
+		writeJSON(slow, http.StatusAccepted, ingestResult{ID: id, Status: "sealed"})
+		if fast.Code != slow.Code || fast.Body.String() != slow.Body.String() ||
+			fmt.Sprint(fast.Header()) != fmt.Sprint(slow.Header()) {
+			t.Fatalf("writeSealed: %d %v %q; writeJSON: %d %v %q", fast.Code, fast.Header(), fast.Body, slow.Code, slow.Header(), slow.Body)
+		}
+	}
+}
