@@ -57,7 +57,7 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 // false. A body that does not arrive before the server's read timeout is 408, and the
 // connection is closed.
 func (s *Server) readAll(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	body, err := readSized(http.MaxBytesReader(w, r.Body, limit), r.ContentLength, limit)
 	var tooBig *http.MaxBytesError
 	var netErr net.Error
 	switch {
@@ -72,6 +72,30 @@ func (s *Server) readAll(w http.ResponseWriter, r *http.Request, limit int64) ([
 		writeError(w, http.StatusBadRequest, "Could not read the request body")
 	}
 	return nil, false
+}
+
+// readSized is io.ReadAll with its buffer sized once from the request's
+// Content-Length when it is known and within limit (one byte more, so the end of the
+// body is seen without growing it).
+func readSized(rd io.Reader, contentLength, limit int64) ([]byte, error) {
+	if contentLength <= 0 || contentLength > limit {
+		return io.ReadAll(rd)
+	}
+	b := make([]byte, 0, contentLength+1)
+	for {
+		n, err := rd.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+		if len(b) == cap(b) { // more than announced: net/http refuses that, but be safe
+			rest, err := io.ReadAll(rd)
+			return append(b, rest...), err
+		}
+	}
 }
 
 // ingest is POST /api/v1/log.
