@@ -145,6 +145,17 @@ func (t *table) ratios() {
 		}
 		fmt.Println(line)
 	}
+	// The many-tenant case against one project at the same concurrency.
+	for _, r := range t.rows {
+		var n, c int
+		if _, err := fmt.Sscanf(r.name, "single, %d projects, c=%d", &n, &c); err != nil || r.res.Requests == 0 {
+			continue
+		}
+		if one := find(r.system, fmt.Sprintf("single, 1 project, c=%d", c)); one != nil && one.res.Requests > 0 {
+			fmt.Printf("%s, %d projects, c=%d: %.0f%% of the one-project rate, p99 %.1f× its p99;\n", r.system, n, c,
+				100*r.res.ReqPerSec()/one.res.ReqPerSec(), float64(r.res.P99)/float64(max(one.res.P99, 1)))
+		}
+	}
 }
 
 // fetchProfile writes sealtraild's CPU profile over the next d to file.
