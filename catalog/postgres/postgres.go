@@ -38,6 +38,8 @@ type DB struct {
 	now  func() time.Time
 	// months caches the event partitions known to exist (key: first day of the month).
 	months sync.Map
+	// checkpoints caches the checkpoint rows known to exist (key: catalog.LogID).
+	checkpoints sync.Map
 }
 
 var _ catalog.Catalog = (*DB)(nil)

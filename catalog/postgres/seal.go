@@ -71,21 +71,13 @@ func (db *DB) Seal(ctx context.Context, log catalog.LogID, fn catalog.SealFunc) 
 	if err := catalog.ValidateSeal(cp, b); err != nil {
 		return cp, fmt.Errorf("postgres: seal %s: %w", log, err)
 	}
-	for _, e := range b.Events {
-		if err := db.ensureMonth(ctx, monthOf(e.ReceivedAt)); err != nil {
-			return cp, fmt.Errorf("postgres: seal %s: %w", log, err)
-		}
+	if err := db.ensureMonths(ctx, b.Events); err != nil {
+		return cp, fmt.Errorf("postgres: seal %s: %w", log, err)
 	}
 	now := db.stamp(time.Time{})
 	next := cp.After(b, now)
-
-	if err := writeBatch(ctx, tx, log, cp.Size, next, b, now); err != nil {
+	if err := writeGroup(ctx, tx, []groupWrite{{log: log, old: cp.Size, next: next, b: b}}, now, nil); err != nil {
 		return cp, fmt.Errorf("postgres: seal %s: %w", log, err)
-	}
-	if b.Durable != nil {
-		if err := b.Durable(); err != nil {
-			return cp, fmt.Errorf("postgres: seal %s: payload object: %w", log, err)
-		}
 	}
 	// The commit point.
 	if err := tx.Commit(ctx); err != nil {
@@ -99,102 +91,171 @@ func lockCheckpoint(ctx context.Context, tx pgx.Tx, log catalog.LogID) (catalog.
 		log.ProjectID, string(log.Stream)))
 }
 
-// writeBatch writes a seal's rows in the seal's transaction, pipelined in one round
-// trip: the checkpoint update, the batch row and, for small batches, the index rows
-// (event_ids first, whose primary key rejects a duplicate id); large batches' index
-// rows follow by COPY.
-func writeBatch(ctx context.Context, tx pgx.Tx, log catalog.LogID, oldSize uint64, next catalog.Checkpoint,
-	b *catalog.SealBatch, now time.Time) error {
+// groupWrite is one project-stream's part of a seal transaction.
+type groupWrite struct {
+	at   int // index in SealGroup's logs
+	log  catalog.LogID
+	old  uint64 // checkpoint size under the lock
+	next catalog.Checkpoint
+	b    *catalog.SealBatch
+}
+
+// rowQueuer is what writeGroup writes through: a pgx.Tx (Seal) or the connection of
+// SealGroup's transaction.
+type rowQueuer interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+	CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error)
+}
+
+// writeGroup writes the rows of every stream of a seal transaction in one pipeline:
+// one statement per table for all streams (the checkpoint updates, the batch rows and,
+// for small groups, the index rows, event_ids first, whose primary key rejects a
+// duplicate id); large groups' index rows follow by COPY. While the server runs the
+// pipeline it waits for the payload objects (each batch's Durable, then durable), so
+// the commit that follows never names an object that is not durable.
+func writeGroup(ctx context.Context, q rowQueuer, writes []groupWrite, now time.Time, durable func() error) error {
+	n, total := len(writes), 0
+	var (
+		projects, streams, batchIDs = make([]string, n), make([]string, n), make([]string, n)
+		sizes, olds, firsts         = make([]int64, n), make([]int64, n), make([]int64, n)
+		counts                      = make([]int32, n)
+		roots, ranges               = make([][]byte, n), make([][]byte, n)
+	)
+	for i, w := range writes {
+		projects[i], streams[i], batchIDs[i] = w.log.ProjectID, string(w.log.Stream), w.b.BatchID
+		sizes[i], olds[i], firsts[i] = int64(w.next.Size), int64(w.old), int64(w.old+1)
+		counts[i] = int32(len(w.b.Events))
+		roots[i], ranges[i] = w.next.Root[:], catalog.JoinHashes(w.next.Range)
+		total += len(w.b.Events)
+	}
 	batch := &pgx.Batch{}
 	// The size condition is redundant under the row lock; it makes the commit's
 	// premise explicit and cheap to check.
-	batch.Queue(`UPDATE checkpoints SET size = $3, root = $4, compact_range = $5, updated_at = $6
-		WHERE project_id = $1 AND stream = $2 AND size = $7`,
-		log.ProjectID, string(log.Stream), int64(next.Size), next.Root[:], catalog.JoinHashes(next.Range), now, int64(oldSize))
+	batch.Queue(`UPDATE checkpoints AS c SET size = u.size, root = u.root, compact_range = u.rng, updated_at = $1
+		FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bytea[], $6::bytea[], $7::bigint[]) AS u(p, s, size, root, rng, old)
+		WHERE c.project_id = u.p AND c.stream = u.s AND c.size = u.old`,
+		now, projects, streams, sizes, roots, ranges, olds)
 	batch.Queue(`INSERT INTO batches(project_id, stream, first_seq, count, batch_id, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, log.ProjectID, string(log.Stream), int64(oldSize+1), len(b.Events), b.BatchID, now)
-	small := len(b.Events) < copyThreshold
+		SELECT u.*, $1 FROM unnest($2::text[], $3::text[], $4::bigint[], $5::int[], $6::text[]) AS u`,
+		now, projects, streams, firsts, counts, batchIDs)
+	small := total < copyThreshold
 	if small {
-		queueIndexRows(batch, log, b.Events)
+		queueIndexRows(batch, writes, total)
 	}
-	res := tx.SendBatch(ctx, batch)
-	err := func() error {
-		tag, err := res.Exec()
-		if err != nil {
-			return fmt.Errorf("update checkpoint: %w", mapErr(err))
-		}
-		if tag.RowsAffected() != 1 {
-			return fmt.Errorf("%w: checkpoint moved from size %d", catalog.ErrConflict, oldSize)
-		}
-		if _, err := res.Exec(); err != nil {
-			return fmt.Errorf("insert batch: %w", mapErr(err))
-		}
-		for i := 0; small && i < 2; i++ {
-			if _, err := res.Exec(); err != nil {
-				return fmt.Errorf("insert %d index rows: %w", len(b.Events), mapErr(err))
+	res := q.SendBatch(ctx, batch)
+	err := waitDurable(writes, durable)
+	if err == nil {
+		err = func() error {
+			tag, err := res.Exec()
+			if err != nil {
+				return fmt.Errorf("update checkpoints: %w", mapErr(err))
 			}
-		}
-		return nil
-	}()
+			if int(tag.RowsAffected()) != n {
+				if n == 1 {
+					return fmt.Errorf("%w: checkpoint moved from size %d", catalog.ErrConflict, writes[0].old)
+				}
+				return fmt.Errorf("%w: %d of %d checkpoints moved", catalog.ErrConflict, n-int(tag.RowsAffected()), n)
+			}
+			if _, err := res.Exec(); err != nil {
+				return fmt.Errorf("insert batches: %w", mapErr(err))
+			}
+			for i := 0; small && i < 2; i++ {
+				if _, err := res.Exec(); err != nil {
+					return fmt.Errorf("insert %d index rows: %w", total, mapErr(err))
+				}
+			}
+			return nil
+		}()
+	}
 	if cerr := res.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("write batch: %w", mapErr(cerr))
 	}
 	if err != nil || small {
 		return err
 	}
-	return copyIndexRows(ctx, tx, log, b.Events)
+	return copyIndexRows(ctx, q, writes, total)
 }
 
-// queueIndexRows queues one INSERT ... SELECT FROM unnest(...) per table: one
-// statement (and one cached plan) whatever the batch size.
-func queueIndexRows(batch *pgx.Batch, log catalog.LogID, events []catalog.Event) {
-	n := len(events)
-	var (
-		seqs                       = make([]int64, n)
-		ids, actions, statuses     = make([]string, n), make([]string, n), make([]string, n)
-		aTypes, aIDs, tTypes, tIDs = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		times                      = make([]time.Time, n)
-		payloadHashes, leafHashes  = make([][]byte, n), make([][]byte, n)
-	)
-	for i := range events {
-		e := &events[i]
-		seqs[i], ids[i], times[i] = int64(e.Sequence), e.ID, catalog.MS(e.ReceivedAt)
-		actions[i], statuses[i] = e.Action, e.Status
-		aTypes[i], aIDs[i], tTypes[i], tIDs[i] = e.ActorType, e.ActorID, e.TargetType, e.TargetID
-		payloadHashes[i], leafHashes[i] = e.PayloadHash[:], e.LeafHash[:]
+// waitDurable waits for every payload object of the group.
+func waitDurable(writes []groupWrite, durable func() error) error {
+	for _, w := range writes {
+		if w.b.Durable != nil {
+			if err := w.b.Durable(); err != nil {
+				return fmt.Errorf("payload object of %s: %w", w.log, err)
+			}
+		}
 	}
+	if durable != nil {
+		if err := durable(); err != nil {
+			return fmt.Errorf("payload objects: %w", err)
+		}
+	}
+	return nil
+}
+
+// eachEvent calls f for every event of the group, with its stream.
+func eachEvent(writes []groupWrite, f func(log catalog.LogID, e *catalog.Event)) {
+	for _, w := range writes {
+		for i := range w.b.Events {
+			f(w.log, &w.b.Events[i])
+		}
+	}
+}
+
+// queueIndexRows queues one INSERT ... SELECT FROM unnest(...) per table for every
+// stream's events: one statement (and one cached plan) whatever the group.
+func queueIndexRows(batch *pgx.Batch, writes []groupWrite, n int) {
+	var (
+		projects, streams          = make([]string, 0, n), make([]string, 0, n)
+		seqs                       = make([]int64, 0, n)
+		ids, actions, statuses     = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+		aTypes, aIDs, tTypes, tIDs = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+		times                      = make([]time.Time, 0, n)
+		payloadHashes, leafHashes  = make([][]byte, 0, n), make([][]byte, 0, n)
+	)
+	eachEvent(writes, func(log catalog.LogID, e *catalog.Event) {
+		projects, streams = append(projects, log.ProjectID), append(streams, string(log.Stream))
+		seqs, ids, times = append(seqs, int64(e.Sequence)), append(ids, e.ID), append(times, catalog.MS(e.ReceivedAt))
+		actions, statuses = append(actions, e.Action), append(statuses, e.Status)
+		aTypes, aIDs = append(aTypes, e.ActorType), append(aIDs, e.ActorID)
+		tTypes, tIDs = append(tTypes, e.TargetType), append(tIDs, e.TargetID)
+		payloadHashes, leafHashes = append(payloadHashes, e.PayloadHash[:]), append(leafHashes, e.LeafHash[:])
+	})
 	batch.Queue(`INSERT INTO event_ids(project_id, stream, event_id, seq, received_at)
-		SELECT $1, $2, u.* FROM unnest($3::text[], $4::bigint[], $5::timestamptz[]) AS u`,
-		log.ProjectID, string(log.Stream), ids, seqs, times)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::timestamptz[])`,
+		projects, streams, ids, seqs, times)
 	batch.Queue(`INSERT INTO events(project_id, stream, seq, event_id, received_at, action, status,
 		actor_type, actor_id, target_type, target_id, payload_hash, leaf_hash)
-		SELECT $1, $2, u.* FROM unnest($3::bigint[], $4::text[], $5::timestamptz[], $6::text[], $7::text[],
-			$8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[], $13::bytea[]) AS u`,
-		log.ProjectID, string(log.Stream), seqs, ids, times, actions, statuses,
+		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::timestamptz[], $6::text[], $7::text[],
+			$8::text[], $9::text[], $10::text[], $11::text[], $12::bytea[], $13::bytea[])`,
+		projects, streams, seqs, ids, times, actions, statuses,
 		aTypes, aIDs, tTypes, tIDs, payloadHashes, leafHashes)
 }
 
-// copyIndexRows writes a large batch's index rows by COPY, event_ids first.
-func copyIndexRows(ctx context.Context, tx pgx.Tx, log catalog.LogID, events []catalog.Event) error {
-	_, err := tx.CopyFrom(ctx, pgx.Identifier{"event_ids"},
+// copyIndexRows writes a large group's index rows by COPY, event_ids first.
+func copyIndexRows(ctx context.Context, q rowQueuer, writes []groupWrite, n int) error {
+	rows := func(f func(log catalog.LogID, e *catalog.Event) []any) pgx.CopyFromSource {
+		out := make([][]any, 0, n)
+		eachEvent(writes, func(log catalog.LogID, e *catalog.Event) { out = append(out, f(log, e)) })
+		return pgx.CopyFromRows(out)
+	}
+	_, err := q.CopyFrom(ctx, pgx.Identifier{"event_ids"},
 		[]string{"project_id", "stream", "event_id", "seq", "received_at"},
-		pgx.CopyFromSlice(len(events), func(i int) ([]any, error) {
-			e := &events[i]
-			return []any{log.ProjectID, string(log.Stream), e.ID, int64(e.Sequence), catalog.MS(e.ReceivedAt)}, nil
+		rows(func(log catalog.LogID, e *catalog.Event) []any {
+			return []any{log.ProjectID, string(log.Stream), e.ID, int64(e.Sequence), catalog.MS(e.ReceivedAt)}
 		}))
 	if err != nil {
-		return fmt.Errorf("copy %d event ids: %w", len(events), mapErr(err))
+		return fmt.Errorf("copy %d event ids: %w", n, mapErr(err))
 	}
-	_, err = tx.CopyFrom(ctx, pgx.Identifier{"events"},
+	_, err = q.CopyFrom(ctx, pgx.Identifier{"events"},
 		[]string{"project_id", "stream", "seq", "event_id", "received_at", "action", "status",
 			"actor_type", "actor_id", "target_type", "target_id", "payload_hash", "leaf_hash"},
-		pgx.CopyFromSlice(len(events), func(i int) ([]any, error) {
-			e := &events[i]
+		rows(func(log catalog.LogID, e *catalog.Event) []any {
 			return []any{log.ProjectID, string(log.Stream), int64(e.Sequence), e.ID, catalog.MS(e.ReceivedAt),
-				e.Action, e.Status, e.ActorType, e.ActorID, e.TargetType, e.TargetID, e.PayloadHash[:], e.LeafHash[:]}, nil
+				e.Action, e.Status, e.ActorType, e.ActorID, e.TargetType, e.TargetID, e.PayloadHash[:], e.LeafHash[:]}
 		}))
 	if err != nil {
-		return fmt.Errorf("copy %d index rows: %w", len(events), mapErr(err))
+		return fmt.Errorf("copy %d index rows: %w", n, mapErr(err))
 	}
 	return nil
 }

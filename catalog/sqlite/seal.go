@@ -166,8 +166,7 @@ func (db *DB) sealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.Se
 func (db *DB) writeSeal(ctx context.Context, tx *sql.Tx, log catalog.LogID, w sealWrite, now time.Time) error {
 	// The size check makes the commit conditional on the state fn saw; the in-process
 	// lock makes it always hold unless another process shares the file.
-	res, err := tx.ExecContext(ctx, `UPDATE checkpoints SET size = ?, root = ?, compact_range = ?, updated_ms = ?
-		WHERE project_id = ? AND stream = ? AND size = ?`,
+	res, err := tx.StmtContext(ctx, db.tick.update).ExecContext(ctx,
 		int64(w.next.Size), w.next.Root[:], catalog.JoinHashes(w.next.Range), ms(now),
 		log.ProjectID, string(log.Stream), int64(w.cp.Size))
 	if err != nil {
@@ -180,7 +179,7 @@ func (db *DB) writeSeal(ctx context.Context, tx *sql.Tx, log catalog.LogID, w se
 		VALUES (?, ?, ?, ?, ?, ?)`, log.ProjectID, string(log.Stream), int64(w.cp.Size+1), len(w.b.Events), w.b.BatchID, ms(now)); err != nil {
 		return fmt.Errorf("insert batch: %w", mapErr(err))
 	}
-	if err := noteTimes(ctx, tx, w.n, w.cp.Size, w.b.Events); err != nil {
+	if err := noteTimes(ctx, tx, db.tick.lastTime, w.n, w.cp.Size, w.b.Events); err != nil {
 		return err
 	}
 	return db.insertEvents(ctx, tx, w.n, w.b.Events)

@@ -248,7 +248,10 @@ func (ti *termIndex) run() {
 	}
 }
 
-// catchUp indexes every committed event not yet indexed, a chunk per transaction.
+// catchUp indexes every committed event not yet indexed, up to termChunk events of
+// any number of project-streams per transaction: a tick of many quiet project-streams
+// leaves a few events in each, and a transaction per project-stream rewrote the
+// term_state page and a postings leaf once per stream (BenchmarkTickWrites).
 func (ti *termIndex) catchUp() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -260,84 +263,132 @@ func (ti *termIndex) catchUp() error {
 		}
 	}()
 	for {
-		n, to, ok := ti.next()
-		if !ok {
+		work := ti.pending()
+		if len(work) == 0 {
 			return nil
 		}
-		if err := ti.index(ctx, n, to); err != nil {
-			return err
+		if err := ti.indexAll(ctx, work); err != nil {
+			if len(work) == 1 || ctx.Err() != nil {
+				return err
+			}
+			// One project-stream's failure must not hold back the others': each
+			// alone, as before the transactions were shared.
+			for i := range work {
+				if err := ti.indexAll(ctx, work[i:i+1]); err != nil {
+					return err
+				}
+			}
 		}
 	}
 }
 
-// next returns a log with events to index and the size to index it up to.
-func (ti *termIndex) next() (n int64, to uint64, ok bool) {
+// termWork is one project-stream's part of an indexer transaction: index log number n
+// up to sequence to.
+type termWork struct {
+	n  int64
+	to uint64
+}
+
+// pending returns logs with events to index and the sizes to index them up to, at
+// most termChunk events in all.
+func (ti *termIndex) pending() []termWork {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	if ti.held {
-		return 0, 0, false
+		return nil
 	}
+	var work []termWork
+	left := uint64(termChunk)
 	for n, size := range ti.committed {
+		if left == 0 {
+			break
+		}
 		if from := ti.indexed[n]; from < size {
-			return n, min(size, from+termChunk), true
+			to := min(size, from+left)
+			work = append(work, termWork{n: n, to: to})
+			left -= to - from
 		}
 	}
-	return 0, 0, false
+	return work
 }
 
 // index adds the entries of log number n's events up to sequence to, from where
 // term_state says the index ends, in one transaction with the new watermark.
 func (ti *termIndex) index(ctx context.Context, n int64, to uint64) error {
+	return ti.indexAll(ctx, []termWork{{n: n, to: to}})
+}
+
+// indexAll indexes every part of work in one transaction with their new watermarks.
+func (ti *termIndex) indexAll(ctx context.Context, work []termWork) error {
 	tx, err := ti.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	var from int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(indexed_seq), 0) FROM term_state WHERE log = ?`, n).Scan(&from); err != nil {
-		return fmt.Errorf("watermark of log %d: %w", n, err)
-	}
-	if uint64(from) < to {
-		lo, hi := key(n, uint64(from)), key(n, to)
-		// Seals commit whole batches of contiguous sequences, so if this transaction
-		// sees event to, it sees every event before it: the watermark never passes an
-		// event the index lacks.
-		var seen bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM cat.events WHERE k = ?)`, hi).Scan(&seen); err != nil {
-			return fmt.Errorf("last event of log %d: %w", n, err)
-		}
-		if !seen {
-			return fmt.Errorf("log %d has no event %d to index up to", n, to)
-		}
-		// One posting per (kind, id) of the chunk, from the ids the seals handed over
-		// if they are all kept, else from the catalog. Plain INSERT: the chunk starts
-		// at the watermark, so a posting already there would be a bug, not a retry.
-		done, err := ti.indexKept(ctx, tx, n, uint64(from)+1, to)
+	done := make([]uint64, len(work))
+	wrote := false
+	for i, w := range work {
+		from, err := ti.indexLog(ctx, tx, w.n, w.to)
 		if err != nil {
-			return fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
-		}
-		for _, stmt := range postingInserts {
-			if done {
-				break
-			}
-			if _, err := tx.ExecContext(ctx, stmt, lo, hi, n, from); err != nil {
-				return fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO term_state(log, indexed_seq) VALUES (?, ?)
-			ON CONFLICT(log) DO UPDATE SET indexed_seq = excluded.indexed_seq`, n, int64(to)); err != nil {
 			return err
 		}
+		done[i], wrote = max(from, w.to), wrote || from < w.to
+	}
+	if wrote {
 		if err := tx.Commit(); err != nil {
 			return err
 		}
-		from = int64(to)
 	}
 	ti.mu.Lock()
-	ti.indexed[n] = max(ti.indexed[n], uint64(from))
-	ti.forget(n, ti.indexed[n])
+	for i, w := range work {
+		ti.indexed[w.n] = max(ti.indexed[w.n], done[i])
+		ti.forget(w.n, ti.indexed[w.n])
+	}
 	ti.mu.Unlock()
 	return nil
+}
+
+// indexLog writes, in tx, the postings of log number n's events after its watermark
+// up to sequence to, and the new watermark; it returns the watermark it found.
+func (ti *termIndex) indexLog(ctx context.Context, tx *sql.Tx, n int64, to uint64) (uint64, error) {
+	var from int64
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(indexed_seq), 0) FROM term_state WHERE log = ?`, n).Scan(&from); err != nil {
+		return 0, fmt.Errorf("watermark of log %d: %w", n, err)
+	}
+	if uint64(from) >= to {
+		return uint64(from), nil
+	}
+	lo, hi := key(n, uint64(from)), key(n, to)
+	// Seals commit whole batches of contiguous sequences, so if this transaction
+	// sees event to, it sees every event before it: the watermark never passes an
+	// event the index lacks.
+	var seen bool
+	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM cat.events WHERE k = ?)`, hi).Scan(&seen); err != nil {
+		return 0, fmt.Errorf("last event of log %d: %w", n, err)
+	}
+	if !seen {
+		return 0, fmt.Errorf("log %d has no event %d to index up to", n, to)
+	}
+	// One posting per (kind, id) of the chunk, from the ids the seals handed over
+	// if they are all kept, else from the catalog. Plain INSERT: the chunk starts
+	// at the watermark, so a posting already there would be a bug, not a retry.
+	done, err := ti.indexKept(ctx, tx, n, uint64(from)+1, to)
+	if err != nil {
+		return 0, fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
+	}
+	for _, stmt := range postingInserts {
+		if done {
+			break
+		}
+		if _, err := tx.ExecContext(ctx, stmt, lo, hi, n, from); err != nil {
+			return 0, fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO term_state(log, indexed_seq) VALUES (?, ?)
+		ON CONFLICT(log) DO UPDATE SET indexed_seq = excluded.indexed_seq`, n, int64(to)); err != nil {
+		return 0, err
+	}
+	return uint64(from), nil
 }
 
 // attachConnector opens connections to dsn with the file at path attached under name.

@@ -18,7 +18,7 @@ const (
 	// walRestartFrames is the WAL length past which a RESTART checkpoint waits for
 	// readers and the writer so the WAL can start over (readers that never let go of
 	// old pages would otherwise let it grow without bound).
-	walRestartFrames = 262144 // 1 GiB of 4 KiB pages
+	walRestartFrames = 262144 // 1 GiB of 4 KiB pages, 256 MiB of 1 KiB ones (pageSize)
 )
 
 type walCheckpointer struct {
