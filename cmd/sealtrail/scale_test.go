@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sealtrail/sealtrail/internal/loadtest"
 	"github.com/sealtrail/sealtrail/tlog"
 )
 
@@ -117,13 +117,13 @@ func benchVerifyFull(b *testing.B, c *sampleConfig) {
 	b.ReportMetric(float64(processCPU(b)-cpu0)/float64(time.Microsecond)/events, "cpu-µs/event")
 }
 
-// processCPU returns the user and system CPU time the process used so far.
+// processCPU returns the CPU time this process used so far (loadtest.SelfCPU).
 func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	d, err := loadtest.SelfCPU()
+	if err != nil {
 		b.Fatal(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return d
 }
 
 // TestMemoryFlat rebuilds a 200,000-event export streamed through an io.Reader, never
