@@ -22,12 +22,12 @@ type Tree struct {
 // authenticated against a trusted root are added. It is safe for concurrent use and
 // is meant to be shared by every Reader of one Store (keys do not name the store).
 type TileCache struct {
-	c *lru.Cache[string, []byte]
+	c *lru.Cache[string, *authTile] // hashcache.go
 }
 
 // NewTileCache returns a cache of at most maxTiles tiles (a full tile is 8 KiB).
 func NewTileCache(maxTiles int) (*TileCache, error) {
-	c, err := lru.New[string, []byte](maxTiles)
+	c, err := lru.New[string, *authTile](maxTiles)
 	if err != nil {
 		return nil, fmt.Errorf("tiles: tile cache: %w", err)
 	}
@@ -199,7 +199,11 @@ func (r *Reader) withHashes(ctx context.Context, f func(tlog.HashReader) error) 
 			err = f(hr)
 		}
 	} else {
-		err = f(tlog.TileHashReader(tlog.Tree{N: int64(r.trusted.Size), Hash: r.trusted.Root}, tr))
+		var hr tlog.HashReader = tlog.TileHashReader(tlog.Tree{N: int64(r.trusted.Size), Hash: r.trusted.Root}, tr)
+		if r.cache != nil {
+			hr = &cachedHashReader{r: r, slow: hr}
+		}
+		err = f(hr)
 	}
 	if err != nil && !tr.storeFailed() {
 		return fmt.Errorf("%w: %w", ErrMismatch, err)
@@ -233,8 +237,8 @@ func (t *tileReader) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 	for i, tile := range tiles {
 		key := t.r.prefix.Key(TilePath(tile))
 		if t.r.cache != nil {
-			if data, ok := t.r.cache.c.Get(key); ok {
-				out[i] = data
+			if at, ok := t.r.cache.c.Get(key); ok {
+				out[i] = at.data
 				continue
 			}
 		}
@@ -265,6 +269,7 @@ func (t *tileReader) SaveTiles(tiles []tlog.Tile, data [][]byte) {
 		return
 	}
 	for i, tile := range tiles {
-		t.r.cache.c.Add(t.r.prefix.Key(TilePath(tile)), data[i])
+		// An entry already cached keeps its inner levels.
+		t.r.cache.c.ContainsOrAdd(t.r.prefix.Key(TilePath(tile)), &authTile{data: data[i]})
 	}
 }

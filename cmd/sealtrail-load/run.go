@@ -39,6 +39,8 @@ type options struct {
 	conc       []int
 	only       *regexp.Regexp // runs only the cases whose "system, case" matches
 	profile    string         // directory for a CPU profile of each Sealtrail case
+	proofs     int            // leaves of the inclusion-proof cases (proofs.go); 0 skips them
+	proofConc  int            // concurrency of the inclusion-proof cases
 }
 
 func runAll(args []string) error {
@@ -55,6 +57,8 @@ func runAll(args []string) error {
 	conc := fs.String("c", "200,1000", "concurrencies of the single-event one-project cases")
 	only := fs.String("only", "", "a regular expression: run only the cases whose \"system, case\" matches it")
 	fs.StringVar(&o.profile, "profile", "", "a directory: write a CPU profile of sealtraild over each Sealtrail case's measured window into it")
+	fs.IntVar(&o.proofs, "proofs", 0, "also measure GET /proof/inclusion on a log of this many leaves (filled first, not measured); 0 skips it")
+	fs.IntVar(&o.proofConc, "proofs-c", 64, "concurrency of the inclusion-proof cases")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -125,6 +129,11 @@ func runAll(args []string) error {
 			return fmt.Errorf("%s: %w", b.name, err)
 		}
 	}
+	if o.proofs > 0 {
+		if err := proofCases(ctx, o, t, self, work); err != nil {
+			return fmt.Errorf("inclusion proofs: %w", err)
+		}
+	}
 	t.ratios()
 	return nil
 }
@@ -136,35 +145,27 @@ func sealtrailCases(ctx context.Context, o options, t *table, work, name, adminD
 	if err != nil {
 		return err
 	}
-	env := []string{"SEALTRAIL_RATE_LIMIT=1000000000", "SEALTRAIL_MAX_BATCH_EVENTS=" + fmt.Sprint(o.batch)}
-	if o.profile != "" {
-		env = append(env, "SEALTRAIL_OPS_PPROF=true")
-	}
 	dsn := ""
+	var extra []string
 	if adminDSN != "" {
 		var drop func()
 		if dsn, drop, err = freshDatabase(ctx, adminDSN); err != nil {
 			return err
 		}
 		defer drop()
-		env = append(env, "SEALTRAIL_CATALOG="+dsn)
+		extra = append(extra, "SEALTRAIL_CATALOG="+dsn)
 	}
-	p, err := start(o.sealtraild, []string{"serve", "--listen", "127.0.0.1:0", "--data", data}, env, work, addrFromServing)
+	p, err := startSealtrail(o, work, data, extra)
 	if err != nil {
 		return err
 	}
 	defer p.stop()
-	tok, err := os.ReadFile(filepath.Join(data, "operator.token"))
-	if err != nil {
-		return err
-	}
 	base := "http://" + p.addr
-	p.token = strings.TrimSpace(string(tok))
-	one, err := createKeys(base, strings.TrimSpace(string(tok)), 1)
+	one, err := createKeys(base, p.token, 1)
 	if err != nil {
 		return err
 	}
-	many, err := createKeys(base, strings.TrimSpace(string(tok)), o.projects)
+	many, err := createKeys(base, p.token, o.projects)
 	if err != nil {
 		return err
 	}
@@ -181,6 +182,27 @@ func sealtrailCases(ctx context.Context, o options, t *table, work, name, adminD
 	t.run(ctx, o, name, fmt.Sprintf("batch of %d, %d projects, c=4", o.batch, o.projects), p, dsn,
 		loadtest.Load{URL: base + "/api/v1/log/batch", Tokens: many, Body: batch, C: 4, Count: 1 << 30})
 	return nil
+}
+
+// startSealtrail starts sealtraild on data, with no rate limit, o's batch size, its
+// profiling endpoint when o asks for profiles, and extra environment; the returned
+// proc holds the operator token.
+func startSealtrail(o options, work, data string, extra []string) (*proc, error) {
+	env := append([]string{"SEALTRAIL_RATE_LIMIT=1000000000", "SEALTRAIL_MAX_BATCH_EVENTS=" + fmt.Sprint(o.batch)}, extra...)
+	if o.profile != "" {
+		env = append(env, "SEALTRAIL_OPS_PPROF=true")
+	}
+	p, err := start(o.sealtraild, []string{"serve", "--listen", "127.0.0.1:0", "--data", data}, env, work, addrFromServing)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := os.ReadFile(filepath.Join(data, "operator.token"))
+	if err != nil {
+		p.stop()
+		return nil, err
+	}
+	p.token = strings.TrimSpace(string(tok))
+	return p, nil
 }
 
 // proc is a process this run started.

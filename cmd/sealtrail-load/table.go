@@ -156,6 +156,17 @@ func (t *table) ratios() {
 				100*r.res.ReqPerSec()/one.res.ReqPerSec(), float64(r.res.P99)/float64(max(one.res.P99, 1)))
 		}
 	}
+	for _, r := range t.rows {
+		var leaves, c int
+		var by string
+		if _, err := fmt.Sscanf(r.name, "inclusion proof, %d leaves, by %s c=%d", &leaves, &by, &c); err != nil || r.system != "Sealtrail embedded" {
+			continue
+		}
+		if tr := find("trivial handler", fmt.Sprintf("GET, c=%d", c)); tr != nil && tr.res.Requests > 0 {
+			fmt.Printf("%s, %s: %.0f proofs/s, %.2f× the trivial handler's GET rate (p99 %.1f× its p99)\n", r.system, r.name,
+				r.res.ReqPerSec(), r.res.ReqPerSec()/tr.res.ReqPerSec(), float64(r.res.P99)/float64(max(tr.res.P99, 1)))
+		}
+	}
 }
 
 // fetchProfile writes sealtraild's CPU profile over the next d to file.

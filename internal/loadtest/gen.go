@@ -27,7 +27,10 @@ type Load struct {
 	URL    string   // the endpoint (loopback only)
 	Tokens []string // bearer tokens, used round-robin per request; none sends no header
 	// Body returns the body of request i and how many events it carries.
-	Body     func(i int) ([]byte, int)
+	Body func(i int) ([]byte, int)
+	// Get, when set, makes request i a GET of URL+Get(i) (a query, say) instead of a
+	// POST of a Body; it counts as one event.
+	Get      func(i int) string
 	C        int
 	Count    int
 	Duration time.Duration
@@ -99,7 +102,10 @@ func (l Load) Run(ctx context.Context) (Result, error) {
 				if i >= l.Count {
 					return
 				}
-				body, n := l.Body(i)
+				body, n := []byte(nil), 1
+				if l.Get == nil {
+					body, n = l.Body(i)
+				}
 				t0 := time.Now()
 				status, err := l.send(reqCtx, client, i, body)
 				d := time.Since(t0)
@@ -140,11 +146,19 @@ func (l Load) Run(ctx context.Context) (Result, error) {
 }
 
 func (l Load) send(ctx context.Context, c *http.Client, i int, body []byte) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.URL, bytes.NewReader(body))
+	var req *http.Request
+	var err error
+	if l.Get != nil {
+		req, err = http.NewRequestWithContext(ctx, http.MethodGet, l.URL+l.Get(i), nil)
+	} else {
+		req, err = http.NewRequestWithContext(ctx, http.MethodPost, l.URL, bytes.NewReader(body))
+		if err == nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+	}
 	if err != nil {
 		return 0, err
 	}
-	req.Header.Set("Content-Type", "application/json")
 	if len(l.Tokens) > 0 {
 		req.Header.Set("Authorization", "Bearer "+l.Tokens[i%len(l.Tokens)])
 	}

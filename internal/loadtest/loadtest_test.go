@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,6 +39,28 @@ func TestRunCountsAcknowledgements(t *testing.T) {
 	}
 	if res.P50 <= 0 || res.P99 < res.P50 {
 		t.Fatalf("latencies p50 %s p99 %s", res.P50, res.P99)
+	}
+}
+
+// TestRunGet: with Get set, every request is a GET of URL+Get(i), one event each.
+func TestRunGet(t *testing.T) {
+	var bad atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet || r.URL.Query().Get("leafIndex") == "" || r.ContentLength > 0 {
+			bad.Add(1)
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	res, err := Load{URL: srv.URL + "/proof", C: 2, Count: 50, Duration: time.Minute,
+		Get: func(i int) string { return "?leafIndex=" + strconv.Itoa(i) }}.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 50 || res.Events != 50 || res.Errors != 0 || bad.Load() != 0 {
+		t.Fatalf("result %+v (%d bad requests), want 50 acknowledged GETs", res, bad.Load())
 	}
 }
 

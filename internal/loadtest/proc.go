@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -71,4 +73,15 @@ func WALPosition(ctx context.Context, dsn string) (int64, error) {
 		return 0, fmt.Errorf("loadtest: wal position: %w", err)
 	}
 	return n, nil
+}
+
+// SelfCPU returns the CPU time (user and system) this process used so far, for
+// benchmarks that report CPU per operation: on a shared machine it varies much less
+// than the wall time.
+func SelfCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, fmt.Errorf("loadtest: getrusage: %w", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
