@@ -205,6 +205,21 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	return bytes.Clone(o.data), nil
 }
 
+// GetRange implements tiles.Store; fault rules for OpGet apply to it too.
+func (s *Store) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := tiles.CheckRange(key, off, n); err != nil {
+		return nil, err
+	}
+	data, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if off+n > int64(len(data)) {
+		return nil, fmt.Errorf("mem: get %s range %d+%d of %d bytes: %w", key, off, n, len(data), tiles.ErrShortObject)
+	}
+	return data[off : off+n : off+n], nil
+}
+
 // Create implements tiles.Store.
 func (s *Store) Create(ctx context.Context, key string, data []byte, a tiles.Attrs) error {
 	if err := tiles.CheckKey(key); err != nil {
