@@ -111,8 +111,9 @@ func writeBatch(ctx context.Context, tx pgx.Tx, log catalog.LogID, oldSize uint6
 	batch.Queue(`UPDATE checkpoints SET size = $3, root = $4, compact_range = $5, updated_at = $6
 		WHERE project_id = $1 AND stream = $2 AND size = $7`,
 		log.ProjectID, string(log.Stream), int64(next.Size), next.Root[:], catalog.JoinHashes(next.Range), now, int64(oldSize))
-	batch.Queue(`INSERT INTO batches(project_id, stream, first_seq, count, batch_id, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6)`, log.ProjectID, string(log.Stream), int64(oldSize+1), len(b.Events), b.BatchID, now)
+	obj, off, n := catalog.PayloadColumns(b)
+	batch.Queue(`INSERT INTO batches(project_id, stream, first_seq, count, batch_id, created_at, payload_object, payload_offset, payload_length)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, log.ProjectID, string(log.Stream), int64(oldSize+1), len(b.Events), b.BatchID, now, obj, off, n)
 	small := len(b.Events) < copyThreshold
 	if small {
 		queueIndexRows(batch, log, b.Events)
@@ -205,7 +206,7 @@ func (db *DB) BatchesCovering(ctx context.Context, log catalog.LogID, first, las
 	if first > last {
 		return nil, nil
 	}
-	rows, err := db.pool.Query(ctx, `SELECT first_seq, count, batch_id, created_at FROM batches
+	rows, err := db.pool.Query(ctx, `SELECT first_seq, count, batch_id, created_at, payload_object, payload_offset, payload_length FROM batches
 		WHERE project_id = $1 AND stream = $2 AND first_seq <= $4 AND first_seq >= coalesce(
 			(SELECT max(first_seq) FROM batches WHERE project_id = $1 AND stream = $2 AND first_seq <= $3), $3)
 		ORDER BY first_seq`, log.ProjectID, string(log.Stream), int64(min(first, 1<<63-1)), int64(min(last, 1<<63-1)))
@@ -214,9 +215,14 @@ func (db *DB) BatchesCovering(ctx context.Context, log catalog.LogID, first, las
 			first int64
 			count int32
 		)
+		var (
+			obj      *string
+			off, siz *int64
+		)
 		b := catalog.Batch{Log: log}
-		err := row.Scan(&first, &count, &b.BatchID, &b.CreatedAt)
+		err := row.Scan(&first, &count, &b.BatchID, &b.CreatedAt, &obj, &off, &siz)
 		b.First, b.Count, b.CreatedAt = uint64(first), uint64(count), b.CreatedAt.UTC()
+		b.SetPayloadColumns(obj, off, siz)
 		return b, err
 	})
 	if err != nil {
