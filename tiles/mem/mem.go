@@ -43,6 +43,8 @@ type Fault struct {
 	Conflict []byte
 	// Times limits how many calls the fault fires for; 0 is unlimited.
 	Times int
+	// Skip lets the first Skip matching calls through before the fault fires.
+	Skip int
 }
 
 // A Store keeps objects in a map. It is safe for concurrent use.
@@ -60,7 +62,7 @@ type object struct {
 
 type fault struct {
 	Fault
-	fired int
+	fired, skipped int
 }
 
 var _ tiles.Store = (*Store)(nil)
@@ -146,6 +148,10 @@ func (s *Store) match(op Op, key string) *Fault {
 	s.calls[op]++
 	for _, f := range s.faults {
 		if (f.Op == "" || f.Op == op) && strings.HasPrefix(key, f.Key) && (f.Times == 0 || f.fired < f.Times) {
+			if f.skipped < f.Skip {
+				f.skipped++
+				continue
+			}
 			f.fired++
 			ff := f.Fault
 			return &ff
