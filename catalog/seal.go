@@ -30,12 +30,18 @@ type Checkpoint struct {
 }
 
 // Batch is one committed batch: sequences First..First+Count-1, whose encrypted
-// payloads are in the object payload/<First>-<BatchID>.
+// payloads are in the payload bundle the batch names: with Object empty (batches
+// sealed before the group payload object), the object payload/<First>-<BatchID>
+// under the stream's prefix; else the bytes [Offset, Offset+Length) of the tick's
+// group object Object (a store key, shared by the streams of one tick).
 type Batch struct {
 	Log       LogID
 	First     uint64
 	Count     uint64
 	BatchID   string
+	Object    string
+	Offset    uint64
+	Length    uint64
 	CreatedAt time.Time
 }
 
@@ -66,6 +72,11 @@ type SealBatch struct {
 	// BatchID names the payload object already written; random, so a failed batch
 	// never collides with the batch that replaces it.
 	BatchID string
+	// Object, Offset and Length, if Object is set, name the batch's segment of the
+	// tick's group payload object (see Batch); unset, the payload object is the
+	// batch's own.
+	Object         string
+	Offset, Length uint64
 	// Events are the index rows, with sequences cp.Size+1 .. cp.Size+len(Events) in
 	// order.
 	Events []Event
@@ -107,6 +118,9 @@ const (
 func ValidateSeal(cp Checkpoint, b *SealBatch) error {
 	if b.BatchID == "" || len(b.BatchID) > maxIDLen {
 		return fmt.Errorf("%w: batch id %q", ErrInvalid, b.BatchID)
+	}
+	if len(b.Object) > maxTextLen || b.Object != "" && (b.Length == 0 || b.Offset > 1<<62 || b.Length > 1<<62) {
+		return fmt.Errorf("%w: payload object %q, segment %d+%d", ErrInvalid, b.Object, b.Offset, b.Length)
 	}
 	if len(b.Events) > maxBatchLen {
 		return fmt.Errorf("%w: %d events in one batch", ErrInvalid, len(b.Events))

@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/tiles"
@@ -90,7 +91,10 @@ type Problem struct {
 }
 
 func (p Problem) String() string {
-	s := p.Log.String() + ": " + p.Kind
+	s := p.Kind
+	if p.Log != (catalog.LogID{}) { // a group payload object belongs to no one log
+		s = p.Log.String() + ": " + s
+	}
 	if p.Key != "" {
 		s += " " + p.Key
 	}
@@ -122,6 +126,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	r := &Report{}
+	g := &groupCheck{named: map[string]bool{}, before: time.Now().Add(-GroupGrace)}
 	after := ""
 	for {
 		ps, err := o.Catalog.ListProjects(ctx, after, 1000)
@@ -130,13 +135,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		for _, p := range ps {
 			for _, s := range []catalog.Stream{catalog.StreamEvents, catalog.StreamProjectAudit} {
-				if err := checkLog(ctx, o, r, catalog.LogID{ProjectID: p.ID, Stream: s}); err != nil {
+				if err := checkLog(ctx, o, r, g, catalog.LogID{ProjectID: p.ID, Stream: s}); err != nil {
 					return r, err
 				}
 			}
 		}
 		if len(ps) < 1000 {
-			return r, nil
+			return r, groupOrphans(ctx, o, r, g)
 		}
 		after = ps[len(ps)-1].ID
 	}
@@ -149,7 +154,8 @@ type logCheck struct {
 	log    catalog.LogID
 	prefix tiles.Prefix
 	named  map[string]bool // payload paths the batch rows name
-	leaves [][]byte        // leaf data of sequences 1..n, as far as the bundles go
+	groups *groupCheck
+	leaves [][]byte // leaf data of sequences 1..n, as far as the bundles go
 	hashes []tlog.Hash
 }
 
@@ -159,7 +165,7 @@ func (c *logCheck) problem(kind, key, format string, args ...any) {
 	c.r.Problems = append(c.r.Problems, p)
 }
 
-func checkLog(ctx context.Context, o Options, r *Report, log catalog.LogID) error {
+func checkLog(ctx context.Context, o Options, r *Report, g *groupCheck, log catalog.LogID) error {
 	// The checkpoint row first: everything committed after it lies beyond cp.Size.
 	cp, err := o.Catalog.Checkpoint(ctx, log)
 	if errors.Is(err, catalog.ErrNotFound) {
@@ -171,7 +177,7 @@ func checkLog(ctx context.Context, o Options, r *Report, log catalog.LogID) erro
 	if err != nil {
 		return fmt.Errorf("fsck: %w", err)
 	}
-	c := &logCheck{o: o, r: r, log: log, prefix: prefix, named: map[string]bool{}}
+	c := &logCheck{o: o, r: r, log: log, prefix: prefix, named: map[string]bool{}, groups: g}
 	r.Logs++
 	complete, err := c.readBatches(ctx, cp.Size)
 	if err != nil {
@@ -208,22 +214,26 @@ func (c *logCheck) readBatches(ctx context.Context, size uint64) (bool, error) {
 			if b.End() <= next { // read in the previous window
 				continue
 			}
-			path, err := tiles.PayloadPath(b.First, b.BatchID)
+			ref, err := tiles.BatchPayloadRef(c.prefix, b.First, b.BatchID, b.Object, b.Offset, b.Length)
 			if err != nil {
 				c.problem(PayloadCorrupt, "", "batch row %d-%s: %v", b.First, b.BatchID, err)
 				complete = false
 				continue
 			}
-			c.named[path] = true
+			if b.Object != "" {
+				c.groups.named[b.Object] = true
+			} else {
+				c.named[strings.TrimPrefix(ref.Key, string(c.prefix))] = true
+			}
 			if b.First != next {
-				c.problem(BatchGap, c.prefix.Key(path), "expected a batch starting at %d", next)
+				c.problem(BatchGap, ref.String(), "expected a batch starting at %d", next)
 				complete = false
 			}
 			next = b.End()
 			if !complete {
 				continue // the leaves can no longer be placed; keep naming payloads
 			}
-			pb, problem, err := c.readPayload(ctx, c.prefix.Key(path), b)
+			pb, problem, err := c.readPayload(ctx, ref, b)
 			if err != nil {
 				return false, err
 			}
@@ -244,25 +254,19 @@ func (c *logCheck) readBatches(ctx context.Context, size uint64) (bool, error) {
 	return complete, nil
 }
 
-// readPayload reads and decodes the payload bundle of batch b at key. It returns the
+// readPayload reads and decodes the payload bundle of batch b at ref. It returns the
 // kind of problem found ("" if none); an error means the store failed.
-func (c *logCheck) readPayload(ctx context.Context, key string, b catalog.Batch) (tiles.PayloadBundle, string, error) {
-	var pb tiles.PayloadBundle
-	data, err := c.o.Store.Get(ctx, key)
+func (c *logCheck) readPayload(ctx context.Context, ref tiles.PayloadRef, b catalog.Batch) (tiles.PayloadBundle, string, error) {
+	pb, err := tiles.ReadPayloadRef(ctx, c.o.Store, ref, b.First, b.Count)
 	switch {
 	case errors.Is(err, tiles.ErrNotFound):
-		c.problem(PayloadMissing, key, "batch of sequences %d-%d", b.First, b.End()-1)
+		c.problem(PayloadMissing, ref.String(), "batch of sequences %d-%d", b.First, b.End()-1)
 		return pb, PayloadMissing, nil
+	case errors.Is(err, tiles.ErrPayloadCorrupt):
+		c.problem(PayloadCorrupt, ref.String(), "%v", err)
+		return pb, PayloadCorrupt, nil
 	case err != nil:
 		return pb, "", fmt.Errorf("fsck: %w", err)
-	}
-	if err := pb.UnmarshalBinary(data); err != nil {
-		c.problem(PayloadCorrupt, key, "%v", err)
-		return pb, PayloadCorrupt, nil
-	}
-	if pb.First != b.First || uint64(len(pb.Records)) != b.Count {
-		c.problem(PayloadCorrupt, key, "sequences %d+%d, the batch row says %d+%d", pb.First, len(pb.Records), b.First, b.Count)
-		return pb, PayloadCorrupt, nil
 	}
 	return pb, "", nil
 }

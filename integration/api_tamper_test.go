@@ -190,37 +190,65 @@ func deleteIndexRow(seq uint64) func(*testing.T, *sealedStream) {
 	}
 }
 
-// payloadBundle finds and decodes the payload bundle holding seq.
-func (st *sealedStream) payloadBundle(t *testing.T, seq uint64) (string, *tiles.PayloadBundle) {
+// payloadSeg is a payload bundle's place: its segment of a tick's group object.
+type payloadSeg struct {
+	file   string
+	off, n int
+}
+
+// payloadBundle finds and decodes the payload bundle holding seq: a segment of one
+// of the group payload objects (payload/<hour>/<ms>-<tick> under the store root).
+func (st *sealedStream) payloadBundle(t *testing.T, seq uint64) (payloadSeg, *tiles.PayloadBundle) {
 	t.Helper()
-	files, err := filepath.Glob(st.objects("payload/*"))
+	files, err := filepath.Glob(filepath.Join(st.dataDir, "objects", "payload", "*", "*"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("payload bundles: %v", err)
+		t.Fatalf("payload objects: %v", err)
 	}
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var pb tiles.PayloadBundle
-		if err := pb.UnmarshalBinary(data); err != nil {
+		lens, err := tiles.SplitGroupPayload(data)
+		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
-		if pb.First <= seq && seq < pb.First+uint64(len(pb.Records)) {
-			return f, &pb
+		off := 0
+		for _, n := range lens {
+			var pb tiles.PayloadBundle
+			if err := pb.UnmarshalBinary(data[off : off+n]); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			leaf, err := tlog.DecodeLeaf(pb.Records[0].LeafData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if leaf.ProjectID == st.pid && leaf.Stream == "events" && pb.First <= seq && seq < pb.First+uint64(len(pb.Records)) {
+				return payloadSeg{file: f, off: off, n: n}, &pb
+			}
+			off += n
 		}
 	}
 	t.Fatalf("no payload bundle holds %d", seq)
-	return "", nil
+	return payloadSeg{}, nil
 }
 
-func writeBundle(t *testing.T, file string, pb *tiles.PayloadBundle) {
+// writeBundle writes pb back over its segment, which must keep its length.
+func writeBundle(t *testing.T, seg payloadSeg, pb *tiles.PayloadBundle) {
 	t.Helper()
 	data, err := pb.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(file, data, 0o644); err != nil {
+	all, err := os.ReadFile(seg.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) != seg.n {
+		t.Fatalf("the edited bundle is %d bytes, its segment %d", len(data), seg.n)
+	}
+	copy(all[seg.off:], data)
+	if err := os.WriteFile(seg.file, all, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

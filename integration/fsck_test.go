@@ -6,13 +6,16 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sealtrail/sealtrail/fsck"
 	"github.com/sealtrail/sealtrail/internal/testenv"
 	"github.com/sealtrail/sealtrail/tiles"
 	"github.com/sealtrail/sealtrail/tiles/storeurl"
+	sttlog "github.com/sealtrail/sealtrail/tlog"
 )
 
 // fsckDeployment starts a service with env, fills two projects with several batches
@@ -75,9 +78,9 @@ func TestFsckFindsDamage(t *testing.T) {
 		wantFsck(t, dir, env, 0, "0 problems")
 		objects := filepath.Join(dir, "data", "objects")
 		logDir := filepath.Join(objects, pid, "events")
-		payloads, err := filepath.Glob(filepath.Join(logDir, "payload", "*"))
-		if err != nil || len(payloads) < 3 {
-			t.Fatalf("payload objects: %v %v", payloads, err)
+		payloads := logPayloads(t, filepath.Join(objects, "payload", "*", "*"), pid)
+		if len(payloads) < 3 {
+			t.Fatalf("payload objects of %s: %v", pid, payloads)
 		}
 
 		damage := []struct {
@@ -113,9 +116,13 @@ func TestFsckFindsDamage(t *testing.T) {
 			wantFsck(t, dir, env, 0, "0 problems")
 		}
 
-		// An orphan: a payload object of committed sequences that no batch names.
+		// An orphan: a payload object of committed sequences that no batch names (the
+		// per-batch form of rows before group objects).
 		orphan := filepath.Join(logDir, "payload", "1-orphanbatch")
 		data, _ := os.ReadFile(payloads[0])
+		if err := os.MkdirAll(filepath.Dir(orphan), 0o700); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(orphan, data, 0o600); err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +143,59 @@ func TestFsckFindsDamage(t *testing.T) {
 		if _, err := os.Stat(pending); err != nil {
 			t.Fatalf("fsck swept a payload object beyond the committed size: %v", err)
 		}
+
+		// A group payload object no batch row names is an orphan once it is older than
+		// fsck.GroupGrace; a recent one may be a tick committing right now.
+		old, err := tiles.GroupPayloadKey(time.Now().Add(-2*fsck.GroupGrace), "orphantick")
+		if err != nil {
+			t.Fatal(err)
+		}
+		recent, err := tiles.GroupPayloadKey(time.Now(), "inflighttick")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, key := range []string{old, recent} {
+			f := filepath.Join(objects, filepath.FromSlash(key))
+			if err := os.MkdirAll(filepath.Dir(f), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(f, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wantFsck(t, dir, env, 0, "orphan_payload "+old, "1 problems, 0 swept")
+		wantFsck(t, dir, append(env, "FSCK_SWEEP=1"), 0, "swept "+old)
+		if _, err := os.Stat(filepath.Join(objects, filepath.FromSlash(recent))); err != nil {
+			t.Fatalf("fsck swept a recent group payload object: %v", err)
+		}
 	})
+}
+
+// logPayloads returns the group payload objects matching glob whose only segment is
+// a batch of project pid's events stream (the deployment logs one event at a time,
+// so most ticks hold one stream), sorted.
+func logPayloads(t *testing.T, glob, pid string) []string {
+	t.Helper()
+	files, err := filepath.Glob(glob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pb tiles.PayloadBundle
+		if pb.UnmarshalBinary(data) != nil { // several segments
+			continue
+		}
+		if leaf, err := sttlog.DecodeLeaf(pb.Records[0].LeafData); err == nil && leaf.ProjectID == pid && leaf.Stream == "events" {
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func flipLastByte(p string, d []byte) error {
@@ -152,7 +211,7 @@ func TestFsckOnS3(t *testing.T) {
 	prefix := "fsck-" + time.Now().Format("150405.000000")
 	url := srv.URLWithPrefix(strings.ReplaceAll(prefix, ".", "-"))
 	env := []string{"SEALTRAIL_STORE=" + url, "AWS_ACCESS_KEY_ID=" + srv.AccessKey, "AWS_SECRET_ACCESS_KEY=" + srv.SecretKey}
-	dir, pid := fsckDeployment(t, env)
+	dir, _ := fsckDeployment(t, env)
 	wantFsck(t, dir, env, 0, "0 problems")
 
 	t.Setenv("AWS_ACCESS_KEY_ID", srv.AccessKey)
@@ -163,14 +222,18 @@ func TestFsckOnS3(t *testing.T) {
 		t.Fatal(err)
 	}
 	var payloads []string
-	if err := store.(tiles.Lister).List(ctx, pid+"/events/payload/", func(k string) error { payloads = append(payloads, k); return nil }); err != nil || len(payloads) < 2 {
+	if err := store.(tiles.Lister).List(ctx, tiles.GroupPayloadPrefix, func(k string) error { payloads = append(payloads, k); return nil }); err != nil || len(payloads) < 2 {
 		t.Fatalf("list payloads: %v %v", payloads, err)
 	}
+	slices.Sort(payloads)
 	data, err := store.Get(ctx, payloads[0])
 	if err != nil {
 		t.Fatal(err)
 	}
-	orphan := pid + "/events/payload/1-orphanbatch"
+	orphan, err := tiles.GroupPayloadKey(time.Now().Add(-2*fsck.GroupGrace), "orphantick")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := store.Create(ctx, orphan, data, tiles.PrivateAttrs); err != nil {
 		t.Fatal(err)
 	}

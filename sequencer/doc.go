@@ -8,8 +8,8 @@
 // process's group commit (committer): each tick takes the batch of every stream that
 // handed one in since the last tick and commits them all in one catalog transaction
 // (Catalog.SealGroup, each stream under its own lock, its checkpoint row) with one
-// write of all their payload bundles (one CreateAll: one filesystem sync on the
-// filesystem store), and acknowledges their events at that commit. While a tick
+// group payload object holding all their payload bundles (one Create, one durability
+// wait), and acknowledges their events at that commit. While a tick
 // commits, the next one gathers, so ticks grow with load by themselves. A stream whose
 // lock another replica holds is skipped and tries again in a later tick.
 //
@@ -26,12 +26,15 @@
 //     encrypt payloads, build leaves and append their hashes to the compact range read
 //     from the checkpoint. A stream whose build fails is left out of the tick (its
 //     events fail); the others go on. Crash: nothing written.
-//  3. Write every stream's payload bundle <prefix>/payload/<first>-<batchId> (batchId
-//     random) in one batch write, while the catalog inserts the index rows; the
-//     catalog waits for the write to be durable before it commits, and rolls back if
-//     it failed. Crash: orphan objects no batch row names. The next batch reuses the
-//     same sequences under another batchId, so it never collides; a sweeper may
-//     delete them.
+//  3. Write the tick's group payload object payload/<hour>/<ms>-<tickId> (tickId
+//     random, tiles.GroupPayloadKey): every stream's payload bundle end to end, each
+//     batch row naming its segment (object, offset, length), while the catalog
+//     inserts the index rows; the catalog waits for the write to be durable before it
+//     commits, and rolls back if it failed. Crash: an orphan object no batch row
+//     names. The next tick writes another object (another tickId), so it never
+//     collides; fsck --sweep deletes orphans older than fsck.GroupGrace. Readers
+//     fetch only their segment (Store.GetRange); batch rows from before group
+//     objects name <prefix>/payload/<first>-<batchId>, still read.
 //  4. COMMIT every stream's index rows, batch row and new checkpoint in one
 //     transaction: the commit point of the whole tick. Crash before: as 3. Crash
 //     after: every batch of the tick is in its tree, durable, but not yet materialized

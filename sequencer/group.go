@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 
@@ -16,10 +17,10 @@ import (
 // committer is the process's group commit. The seal loops of the project-streams hand
 // it their batches (at most one each at a time); each tick takes every batch handed
 // in since the last and commits them together: one catalog transaction
-// (Catalog.SealGroup, which locks each stream's checkpoint row) and one write of all
-// their payload bundles (one CreateAll, which the filesystem store makes durable with
-// one filesystem sync). So the hot path costs one commit and one sync per tick
-// whatever the number of streams in it, and a tick's batches grow with load by
+// (Catalog.SealGroup, which locks each stream's checkpoint row) and one group payload
+// object holding all their payload bundles (one Create, one durability wait). So the
+// hot path costs one commit and one object per tick whatever the number of streams
+// in it, and a tick's batches grow with load by
 // themselves: while one tick commits, the next one's gather.
 type committer struct {
 	s *Sequencer
@@ -122,9 +123,9 @@ func (c *committer) run() {
 }
 
 // tick commits reqs as one group. If the group failed before its commit for a reason
-// that may be one stream's (the catalog refused a batch, or the payload write failed,
-// e.g. on one stream's prefix) and held more than one batch, each is tried again
-// alone, so that such a stream fails only its own events. Other failures (the
+// that may be one stream's (the catalog refused a batch, or the group payload write
+// failed, e.g. one too large for the store) and held more than one batch, each is
+// tried again alone, in a group object of its own, so that such a stream fails only its own events. Other failures (the
 // catalog unreachable, a commit whose outcome is unknown) are not retried here: a
 // batch that did commit must not be sealed a second time.
 func (c *committer) tick(reqs []*sealReq) {
@@ -149,7 +150,7 @@ func (c *committer) tick(reqs []*sealReq) {
 	}
 }
 
-// errPayloads marks the failure of a tick's payload write.
+// errPayloads marks the failure of a tick's group payload object write.
 var errPayloads = errors.New("write payload bundles")
 
 // streamSpecific reports whether a group's error happened before its commit and may
@@ -189,8 +190,8 @@ func (c *committer) commit(reqs []*sealReq) error {
 }
 
 // build builds the batch of each locked stream (in parallel: encryption and hashing
-// are the CPU work of a tick) and starts writing all payload bundles at once; the
-// catalog waits for them before it commits. A stream whose build fails gets the
+// are the CPU work of a tick) and starts writing the tick's group payload object; the
+// catalog waits for it before it commits. A stream whose build fails gets the
 // error and no batch; the others go on.
 func (c *committer) build(ctx context.Context, cps []catalog.Checkpoint, byLog map[catalog.LogID]*sealReq) ([]*catalog.SealBatch, func() error, error) {
 	batches := make([]*catalog.SealBatch, len(cps))
@@ -211,17 +212,12 @@ func (c *committer) build(ctx context.Context, cps []catalog.Checkpoint, byLog m
 		})
 	}
 	_ = g.Wait()
-	var objs []tiles.Object
-	for _, cp := range cps {
-		if r := byLog[cp.Log]; r.b != nil {
-			objs = append(objs, r.b.object)
-		}
-	}
-	if len(objs) == 0 {
-		return batches, nil, nil
+	obj, err := c.groupObject(byLog, cps)
+	if err != nil || obj.Key == "" {
+		return batches, nil, err
 	}
 	written := make(chan error, 1)
-	go func() { written <- c.writeAll(ctx, objs) }()
+	go func() { written <- c.s.cfg.Store.Create(ctx, obj.Key, obj.Data, tiles.PrivateAttrs) }()
 	return batches, func() error {
 		if err := <-written; err != nil {
 			return fmt.Errorf("%w: %w", errPayloads, err)
@@ -230,17 +226,41 @@ func (c *committer) build(ctx context.Context, cps []catalog.Checkpoint, byLog m
 	}, nil
 }
 
-// writeAll writes the payload bundles of a tick: one CreateAll when the store has it,
-// else concurrent Creates.
-func (c *committer) writeAll(ctx context.Context, objs []tiles.Object) error {
-	store := c.s.cfg.Store
-	if bc, ok := store.(tiles.BatchCreator); ok {
-		return bc.CreateAll(ctx, objs, tiles.PrivateAttrs)
+// groupObject lays the tick's payload bundles end to end in one group payload object
+// (tiles.GroupPayloadKey, a random name per tick), names each batch's segment in its
+// batch row and caches each decoded bundle under its segment: the publish loop reads
+// the leaves right after the commit. The key is random, so a cache entry of a tick
+// that then fails is never used. It returns a zero Object if no stream has a batch.
+func (c *committer) groupObject(byLog map[catalog.LogID]*sealReq, cps []catalog.Checkpoint) (tiles.Object, error) {
+	size := 0
+	for _, cp := range cps {
+		if r := byLog[cp.Log]; r.b != nil {
+			size += len(r.b.segment)
+		}
 	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(32)
-	for _, o := range objs {
-		g.Go(func() error { return store.Create(gctx, o.Key, o.Data, tiles.PrivateAttrs) })
+	if size == 0 {
+		return tiles.Object{}, nil
 	}
-	return g.Wait()
+	id, err := randomID()
+	if err != nil {
+		return tiles.Object{}, err
+	}
+	key, err := tiles.GroupPayloadKey(time.Now(), id)
+	if err != nil {
+		return tiles.Object{}, err
+	}
+	data := make([]byte, 0, size)
+	for _, cp := range cps {
+		r := byLog[cp.Log]
+		if r.b == nil {
+			continue
+		}
+		b := r.b.batch
+		b.Object, b.Offset, b.Length = key, uint64(len(data)), uint64(len(r.b.segment))
+		data = append(data, r.b.segment...)
+		ref := tiles.PayloadRef{Key: key, Off: int64(b.Offset), Len: int64(b.Length)}
+		c.s.cache.add(ref.String(), r.b.bundle)
+		r.b.segment = nil
+	}
+	return tiles.Object{Key: key, Data: data}, nil
 }

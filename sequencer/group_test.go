@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/tiles"
 	"github.com/sealtrail/sealtrail/tiles/mem"
 )
 
@@ -101,35 +103,38 @@ func TestGroupCommitTakesEveryStream(t *testing.T) {
 	}
 }
 
-// TestGroupCommitIsolatesAFailingStream: one stream's payload write fails in a tick
-// shared with other streams; only that stream's events fail (nothing of it is
-// recorded), the others are sealed.
-func TestGroupCommitIsolatesAFailingStream(t *testing.T) {
+// TestGroupCommitRetriesAFailedPayloadWrite: the write of a tick's group payload
+// object fails once, with several streams in the tick; nothing of the tick is
+// recorded, each stream is sealed again alone (each in a group object of its own) and
+// every event is sealed, with no duplicate sequence.
+func TestGroupCommitRetriesAFailedPayloadWrite(t *testing.T) {
 	h, gc, first := gatedHarness(t)
-	bad := catalog.LogID{ProjectID: "prj_bad", Stream: catalog.StreamEvents}
-	good := []catalog.LogID{{ProjectID: "prj_good1", Stream: catalog.StreamEvents}, {ProjectID: "prj_good2", Stream: catalog.StreamProjectAudit}}
-	remove := h.store.Inject(mem.Fault{Op: mem.OpCreate, Key: "prj_bad/events/payload/", Err: errors.New("disk full on one prefix")})
+	logs := []catalog.LogID{{ProjectID: "prj_one", Stream: catalog.StreamEvents},
+		{ProjectID: "prj_good1", Stream: catalog.StreamEvents}, {ProjectID: "prj_good2", Stream: catalog.StreamProjectAudit}}
+	// The held first tick's write goes through; the next tick's fails.
+	remove := h.store.Inject(mem.Fault{Op: mem.OpCreate, Key: tiles.GroupPayloadPrefix, Err: errors.New("disk full"), Times: 1, Skip: 1})
 	defer remove()
-	badErr := make(chan error, 1)
-	go func() { _, err := h.seq.Submit(context.Background(), bad, entry(1)); badErr <- err }()
-	goodRes := make([][]Result, len(good))
+	res := make([][]Result, len(logs))
 	var wg sync.WaitGroup
-	for i, log := range good {
-		wg.Go(func() { goodRes[i] = h.submitN(log, 2) })
+	for i, log := range logs {
+		wg.Go(func() { res[i] = h.submitN(log, 2) })
 	}
-	waitQueued(t, h.seq, 1+len(good))
+	waitQueued(t, h.seq, len(logs))
 	close(gc.release)
 	wg.Wait()
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
-	if err := <-badErr; !errors.Is(err, ErrSealFailed) {
-		t.Fatalf("the failing stream's event: %v, want ErrSealFailed", err)
+	objects := map[string]bool{}
+	for i, log := range logs {
+		h.checkLog(log, res[i])
+		bs, err := h.db.BatchesCovering(context.Background(), log, 1, 2)
+		if err != nil || len(bs) == 0 || slices.ContainsFunc(bs, func(b catalog.Batch) bool { return b.Object == "" }) {
+			t.Fatalf("batches of %s: %+v, %v", log, bs, err)
+		}
+		objects[bs[0].Object] = true // the batch of the failed tick, sealed alone
 	}
-	if cp, err := h.db.Checkpoint(context.Background(), bad); err == nil && cp.Size != 0 {
-		t.Fatalf("the failing stream recorded %d events", cp.Size)
-	}
-	for i, log := range good {
-		h.checkLog(log, goodRes[i])
+	if len(objects) != len(logs) {
+		t.Fatalf("the streams sealed alone share group objects: %v", objects)
 	}
 }

@@ -295,11 +295,13 @@ func (ls *logSequencer) committedAnyway(b *built) bool {
 	return err == nil && len(bs) == 1 && bs[0].BatchID == b.batch.BatchID
 }
 
-// built is a batch ready to commit, once its payload bundle (object) is durable.
+// built is a batch ready to commit, once its payload bundle is durable: the committer
+// places segment in the tick's group payload object and names that place in batch.
 type built struct {
-	first  uint64
-	batch  *catalog.SealBatch
-	object tiles.Object
+	first   uint64
+	batch   *catalog.SealBatch
+	segment []byte               // the encoded payload bundle
+	bundle  *tiles.PayloadBundle // decoded, for the cache
 }
 
 // build runs under the project-stream lock: it resolves retried ids, assigns
@@ -369,17 +371,9 @@ func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *poo
 	if err != nil {
 		return nil, err
 	}
-	path, err := tiles.PayloadPath(first, batchID)
-	if err != nil {
-		return nil, err
-	}
-	// The publish loop reads this bundle's leaves right after the commit; keep the
-	// decoded bundle so it need not read it back. Its key names only this batch (the
-	// batch id is random), so an entry for a batch that then fails is never used.
-	ls.s.cache.add(ls.prefix.Key(path), &bundle)
 	var root tlog.Hash
 	copy(root[:], rootRaw)
-	return &built{first: first, object: tiles.Object{Key: ls.prefix.Key(path), Data: data},
+	return &built{first: first, segment: data, bundle: &bundle,
 		batch: &catalog.SealBatch{BatchID: batchID, Events: events, Root: root, Range: toHashes(rng.Hashes())}}, nil
 }
 

@@ -186,26 +186,17 @@ func (s *Sequencer) leafData(ctx context.Context, log catalog.LogID, from, to ui
 
 // payloadBundle reads and decodes the payload bundle of batch b, through the cache.
 func (s *Sequencer) payloadBundle(ctx context.Context, log catalog.LogID, b catalog.Batch) (*tiles.PayloadBundle, error) {
-	path, err := tiles.PayloadPath(b.First, b.BatchID)
+	ref, err := batchRef(log, b)
 	if err != nil {
 		return nil, err
 	}
-	key := prefixOf(log).Key(path)
-	if pb, ok := s.cache.get(key); ok {
+	if pb, ok := s.cache.get(ref.String()); ok {
 		return pb, nil
 	}
-	data, err := s.cfg.Store.Get(ctx, key)
+	pb, err := tiles.ReadPayloadRef(ctx, s.cfg.Store, ref, b.First, b.Count)
 	if err != nil {
-		return nil, fmt.Errorf("read payload bundle %s: %w", key, err)
+		return nil, err
 	}
-	var pb tiles.PayloadBundle
-	if err := pb.UnmarshalBinary(data); err != nil {
-		return nil, fmt.Errorf("payload bundle %s: %w", key, err)
-	}
-	if pb.First != b.First || uint64(len(pb.Records)) != b.Count {
-		return nil, fmt.Errorf("payload bundle %s holds %d records from %d; the batch row says %d from %d",
-			key, len(pb.Records), pb.First, b.Count, b.First)
-	}
-	s.cache.add(key, &pb)
+	s.cache.add(ref.String(), &pb)
 	return &pb, nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/sealtrail/sealtrail/tlog"
 )
 
-// payloadCache keeps decoded payload bundles by object key. Bundles of committed
+// payloadCache keeps decoded payload bundles by tiles.PayloadRef.String(). Bundles of committed
 // batches never change, so entries never go stale.
 type payloadCache struct {
 	c *lru.Cache[string, *tiles.PayloadBundle]
@@ -26,6 +26,12 @@ func newPayloadCache(n int) *payloadCache {
 
 func (c *payloadCache) get(key string) (*tiles.PayloadBundle, bool) { return c.c.Get(key) }
 func (c *payloadCache) add(key string, b *tiles.PayloadBundle)      { c.c.Add(key, b) }
+
+// batchRef returns where the payload bundle of batch b of log is: its segment of a
+// tick's group object, or (rows written before those) its own object.
+func batchRef(log catalog.LogID, b catalog.Batch) (tiles.PayloadRef, error) {
+	return tiles.BatchPayloadRef(prefixOf(log), b.First, b.BatchID, b.Object, b.Offset, b.Length)
+}
 
 // Stored is one sealed event as read back: its leaf, its index row and, unless
 // shredded, its payload and nonce.

@@ -265,20 +265,18 @@ func (r *rebuildReader) item(ctx context.Context, row catalog.Event) (rebuildIte
 		if len(bs) != 1 {
 			return brk(tlog.BreakSequenceGap, "no committed batch holds sequence %d", seq)
 		}
-		path, err := tiles.PayloadPath(bs[0].First, bs[0].BatchID)
+		ref, err := batchRef(r.log, bs[0])
 		if err != nil {
-			return rebuildItem{}, nil, err
+			return brk(tlog.BreakContentTampered, "batch row of sequence %d: %v", seq, err)
 		}
-		data, err := r.s.cfg.Store.Get(ctx, r.prefix.Key(path))
-		if errors.Is(err, tiles.ErrNotFound) {
-			return brk(tlog.BreakContentTampered, "payload bundle %s is missing", path)
-		}
-		if err != nil {
-			return rebuildItem{}, nil, fmt.Errorf("sequencer: read %s: %w", path, err)
-		}
-		var pb tiles.PayloadBundle
-		if err := pb.UnmarshalBinary(data); err != nil || pb.First != bs[0].First || uint64(len(pb.Records)) != bs[0].Count {
-			return brk(tlog.BreakContentTampered, "payload bundle %s does not decode to the batch's %d records", path, bs[0].Count)
+		pb, err := tiles.ReadPayloadRef(ctx, r.s.cfg.Store, ref, bs[0].First, bs[0].Count)
+		switch {
+		case errors.Is(err, tiles.ErrNotFound):
+			return brk(tlog.BreakContentTampered, "payload bundle %s is missing", ref)
+		case errors.Is(err, tiles.ErrPayloadCorrupt):
+			return brk(tlog.BreakContentTampered, "payload bundle %s does not decode to the batch's %d records", ref, bs[0].Count)
+		case err != nil:
+			return rebuildItem{}, nil, fmt.Errorf("sequencer: %w", err)
 		}
 		r.batch, r.payload = bs[0], &pb
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/tiles"
 	"github.com/sealtrail/sealtrail/tiles/mem"
 	"github.com/sealtrail/sealtrail/tlog"
 )
@@ -62,7 +63,7 @@ func TestIdempotentSignedRetries(t *testing.T) {
 	}
 	// Within one batch: hold the seal loop with a slow payload write, then submit the
 	// same signed event twice and a conflicting one.
-	remove := h.store.Inject(mem.Fault{Op: mem.OpCreate, Key: "prj_test/events/payload/", Delay: 200 * time.Millisecond, Times: 1})
+	remove := h.store.Inject(mem.Fault{Op: mem.OpCreate, Key: tiles.GroupPayloadPrefix, Delay: 200 * time.Millisecond, Times: 1})
 	defer remove()
 	blocker := make(chan struct{})
 	go func() { _, _ = h.seq.Submit(ctx, testLog, entry(9)); close(blocker) }()
@@ -112,7 +113,7 @@ func TestIdempotentSignedRetries(t *testing.T) {
 
 func TestBackPressure(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.MaxPending = 5; c.MaxBatch = 5 })
-	remove := h.store.Inject(mem.Fault{Op: mem.OpCreate, Key: "prj_test/events/payload/", Delay: 300 * time.Millisecond})
+	remove := h.store.Inject(mem.Fault{Op: mem.OpCreate, Key: tiles.GroupPayloadPrefix, Delay: 300 * time.Millisecond})
 	ctx := context.Background()
 	done := make(chan error, 20)
 	for i := range 20 {
@@ -158,10 +159,10 @@ func TestFaultAtEachStep(t *testing.T) {
 			return func() { h.cat.set(func(c *faultyCatalog) { c.sealErr = nil }) }
 		}, false},
 		{"payload write", func(h *harness) func() {
-			return h.store.Inject(mem.Fault{Op: mem.OpCreate, Key: "prj_test/events/payload/", Err: errBoom})
+			return h.store.Inject(mem.Fault{Op: mem.OpCreate, Key: tiles.GroupPayloadPrefix, Err: errBoom})
 		}, false},
 		{"payload write lost ack", func(h *harness) func() {
-			return h.store.Inject(mem.Fault{Op: mem.OpCreate, Key: "prj_test/events/payload/", Err: errBoom, After: true})
+			return h.store.Inject(mem.Fault{Op: mem.OpCreate, Key: tiles.GroupPayloadPrefix, Err: errBoom, After: true})
 		}, false},
 		{"commit", func(h *harness) func() {
 			h.cat.set(func(c *faultyCatalog) { c.commitErr = errBoom })

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sealtrail/sealtrail/tiles"
 	"github.com/sealtrail/sealtrail/tiles/mem"
 	"github.com/sealtrail/sealtrail/tlog"
 )
@@ -49,7 +50,7 @@ func TestSubmitManyKeepsOrder(t *testing.T) {
 // *BusyError while the others are sealed.
 func TestSubmitManyBackPressure(t *testing.T) {
 	h := newHarness(t, func(c *Config) { c.MaxPending = 5; c.MaxBatch = 5 })
-	remove := h.store.Inject(mem.Fault{Op: mem.OpCreate, Key: "prj_test/events/payload/", Delay: 300 * time.Millisecond})
+	remove := h.store.Inject(mem.Fault{Op: mem.OpCreate, Key: tiles.GroupPayloadPrefix, Delay: 300 * time.Millisecond})
 	defer remove()
 	es := make([]Entry, 12)
 	for i := range es {

@@ -213,12 +213,17 @@ func (e *tamperEnv) editPayloadRecord(f func(*tiles.PayloadRecord)) {
 	if err != nil || len(bs) != 1 {
 		e.t.Fatalf("batch of %d: %v, %v", tamperSeq, bs, err)
 	}
-	path, err := tiles.PayloadPath(bs[0].First, bs[0].BatchID)
+	ref, err := batchRef(stackLog, bs[0])
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	obj := e.read(ref.Key)
+	seg := obj
+	if ref.Len > 0 {
+		seg = obj[ref.Off : ref.Off+ref.Len]
+	}
 	var pb tiles.PayloadBundle
-	if err := pb.UnmarshalBinary(e.read(e.key(path))); err != nil {
+	if err := pb.UnmarshalBinary(seg); err != nil {
 		e.t.Fatal(err)
 	}
 	f(&pb.Records[tamperSeq-bs[0].First])
@@ -226,7 +231,10 @@ func (e *tamperEnv) editPayloadRecord(f func(*tiles.PayloadRecord)) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.write(e.key(path), data)
+	if ref.Len > 0 { // splice the segment back into the tick's group object
+		data = append(append(append([]byte(nil), obj[:ref.Off]...), data...), obj[ref.Off+ref.Len:]...)
+	}
+	e.write(ref.Key, data)
 }
 
 // editEntry rewrites tamperSeq's leaf in its full entry bundle and returns the new

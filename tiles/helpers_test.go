@@ -259,3 +259,14 @@ func buildLog(t testing.TB, s tiles.Store, p tiles.Prefix, ref *refTree, ends []
 		}
 	}
 }
+
+func (s *synthStore) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	data, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if off+n > int64(len(data)) {
+		return nil, tiles.ErrShortObject
+	}
+	return data[off : off+n], nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -19,6 +20,22 @@ var ErrConflict = errors.New("tiles: object exists with different content")
 // ErrMismatch is returned (wrapped) when tiles or bundles read from the store do not
 // match the tree the caller trusts: storage was altered, or a prefix holds another log.
 var ErrMismatch = errors.New("tiles: stored data does not match the trusted tree")
+
+// ErrShortObject is returned (wrapped) by [Store.GetRange] for a range that goes
+// beyond the end of the object.
+var ErrShortObject = errors.New("tiles: range beyond the end of the object")
+
+// CheckRange validates the arguments of [Store.GetRange]: the key, off >= 0, n > 0
+// and off+n without overflow. Drivers call it first.
+func CheckRange(key string, off, n int64) error {
+	if err := CheckKey(key); err != nil {
+		return err
+	}
+	if off < 0 || n <= 0 || off > math.MaxInt64-n {
+		return fmt.Errorf("tiles: invalid range %d+%d of %q", off, n, key)
+	}
+	return nil
+}
 
 // A ConflictError is the error [Store.Create] returns for an object that exists with
 // different bytes; errors.Is(err, ErrConflict) holds for it.
@@ -81,6 +98,11 @@ var (
 type Store interface {
 	// Get returns the bytes of the object key.
 	Get(ctx context.Context, key string) ([]byte, error)
+	// GetRange returns the n bytes of the object key at offset off (n > 0, off >= 0).
+	// A missing key is ErrNotFound; an object that ends before off+n is an error that
+	// wraps ErrShortObject. It reads only the range (a ranged read), so a batch's
+	// segment of a tick's payload object costs its own bytes, not the object's.
+	GetRange(ctx context.Context, key string, off, n int64) ([]byte, error)
 	// Create stores data at key unless it exists (see the contract above).
 	Create(ctx context.Context, key string, data []byte, a Attrs) error
 	// Put stores data at key, replacing any object there.

@@ -41,6 +41,7 @@ func Run(t *testing.T, open Open) {
 		{"Publish", testPublish},
 		{"PublishLocks", testPublishLocks},
 		{"BatchesCovering", testBatchesCovering},
+		{"BatchPayloadSegment", testBatchPayloadSegment},
 		{"EventsByID", testEventsByID},
 		{"QueryFilters", testQueryFilters},
 		{"QueryEntity", testQueryEntity},

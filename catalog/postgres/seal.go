@@ -120,11 +120,14 @@ func writeGroup(ctx context.Context, q rowQueuer, writes []groupWrite, now time.
 		sizes, olds, firsts         = make([]int64, n), make([]int64, n), make([]int64, n)
 		counts                      = make([]int32, n)
 		roots, ranges               = make([][]byte, n), make([][]byte, n)
+		objects                     = make([]*string, n) // NULL: the batch's own payload object
+		offsets, lengths            = make([]*int64, n), make([]*int64, n)
 	)
 	for i, w := range writes {
 		projects[i], streams[i], batchIDs[i] = w.log.ProjectID, string(w.log.Stream), w.b.BatchID
 		sizes[i], olds[i], firsts[i] = int64(w.next.Size), int64(w.old), int64(w.old+1)
 		counts[i] = int32(len(w.b.Events))
+		objects[i], offsets[i], lengths[i] = catalog.PayloadColumns(w.b)
 		roots[i], ranges[i] = w.next.Root[:], catalog.JoinHashes(w.next.Range)
 		total += len(w.b.Events)
 	}
@@ -135,9 +138,9 @@ func writeGroup(ctx context.Context, q rowQueuer, writes []groupWrite, now time.
 		FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bytea[], $6::bytea[], $7::bigint[]) AS u(p, s, size, root, rng, old)
 		WHERE c.project_id = u.p AND c.stream = u.s AND c.size = u.old`,
 		now, projects, streams, sizes, roots, ranges, olds)
-	batch.Queue(`INSERT INTO batches(project_id, stream, first_seq, count, batch_id, created_at)
-		SELECT u.*, $1 FROM unnest($2::text[], $3::text[], $4::bigint[], $5::int[], $6::text[]) AS u`,
-		now, projects, streams, firsts, counts, batchIDs)
+	batch.Queue(`INSERT INTO batches(project_id, stream, first_seq, count, batch_id, payload_object, payload_offset, payload_length, created_at)
+		SELECT u.*, $1 FROM unnest($2::text[], $3::text[], $4::bigint[], $5::int[], $6::text[], $7::text[], $8::bigint[], $9::bigint[]) AS u`,
+		now, projects, streams, firsts, counts, batchIDs, objects, offsets, lengths)
 	small := total < copyThreshold
 	if small {
 		queueIndexRows(batch, writes, total)
@@ -266,7 +269,7 @@ func (db *DB) BatchesCovering(ctx context.Context, log catalog.LogID, first, las
 	if first > last {
 		return nil, nil
 	}
-	rows, err := db.pool.Query(ctx, `SELECT first_seq, count, batch_id, created_at FROM batches
+	rows, err := db.pool.Query(ctx, `SELECT first_seq, count, batch_id, created_at, payload_object, payload_offset, payload_length FROM batches
 		WHERE project_id = $1 AND stream = $2 AND first_seq <= $4 AND first_seq >= coalesce(
 			(SELECT max(first_seq) FROM batches WHERE project_id = $1 AND stream = $2 AND first_seq <= $3), $3)
 		ORDER BY first_seq`, log.ProjectID, string(log.Stream), int64(min(first, 1<<63-1)), int64(min(last, 1<<63-1)))
@@ -275,9 +278,14 @@ func (db *DB) BatchesCovering(ctx context.Context, log catalog.LogID, first, las
 			first int64
 			count int32
 		)
+		var (
+			obj      *string
+			off, siz *int64
+		)
 		b := catalog.Batch{Log: log}
-		err := row.Scan(&first, &count, &b.BatchID, &b.CreatedAt)
+		err := row.Scan(&first, &count, &b.BatchID, &b.CreatedAt, &obj, &off, &siz)
 		b.First, b.Count, b.CreatedAt = uint64(first), uint64(count), b.CreatedAt.UTC()
+		b.SetPayloadColumns(obj, off, siz)
 		return b, err
 	})
 	if err != nil {

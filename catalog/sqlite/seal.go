@@ -175,8 +175,9 @@ func (db *DB) writeSeal(ctx context.Context, tx *sql.Tx, log catalog.LogID, w se
 	if n, err := res.RowsAffected(); err != nil || n != 1 {
 		return fmt.Errorf("%w: checkpoint of %s moved from size %d during the seal", catalog.ErrConflict, log, w.cp.Size)
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO batches(project_id, stream, first_seq, count, batch_id, created_ms)
-		VALUES (?, ?, ?, ?, ?, ?)`, log.ProjectID, string(log.Stream), int64(w.cp.Size+1), len(w.b.Events), w.b.BatchID, ms(now)); err != nil {
+	obj, off, n := catalog.PayloadColumns(w.b)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO batches(project_id, stream, first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, log.ProjectID, string(log.Stream), int64(w.cp.Size+1), len(w.b.Events), w.b.BatchID, ms(now), obj, off, n); err != nil {
 		return fmt.Errorf("insert batch: %w", mapErr(err))
 	}
 	if err := noteTimes(ctx, tx, db.tick.lastTime, w.n, w.cp.Size, w.b.Events); err != nil {
@@ -394,7 +395,7 @@ func (db *DB) BatchesCovering(ctx context.Context, log catalog.LogID, first, las
 	if first > last {
 		return nil, nil
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT first_seq, count, batch_id, created_ms FROM batches
+	rows, err := db.r.QueryContext(ctx, `SELECT first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length FROM batches
 		WHERE project_id = ?1 AND stream = ?2 AND first_seq <= ?4 AND first_seq >= coalesce(
 			(SELECT max(first_seq) FROM batches WHERE project_id = ?1 AND stream = ?2 AND first_seq <= ?3), ?3)
 		ORDER BY first_seq`, log.ProjectID, string(log.Stream), int64(min(first, 1<<63-1)), int64(min(last, 1<<63-1)))
@@ -404,11 +405,16 @@ func (db *DB) BatchesCovering(ctx context.Context, log catalog.LogID, first, las
 	defer rows.Close()
 	var out []catalog.Batch
 	for rows.Next() {
-		var start, count, created int64
+		var (
+			start, count, created int64
+			obj                   *string
+			off, siz              *int64
+		)
 		b := catalog.Batch{Log: log}
-		if err := rows.Scan(&start, &count, &b.BatchID, &created); err != nil {
+		if err := rows.Scan(&start, &count, &b.BatchID, &created, &obj, &off, &siz); err != nil {
 			return nil, fmt.Errorf("sqlite: batches of %s: %w", log, err)
 		}
+		b.SetPayloadColumns(obj, off, siz)
 		b.First, b.Count, b.CreatedAt = uint64(start), uint64(count), catalog.FromUnixMS(created)
 		if b.End() > first {
 			out = append(out, b)

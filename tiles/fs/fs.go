@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -75,6 +76,39 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, fmt.Errorf("fs: get %s: %w", key, err)
 	}
 	return data, nil
+}
+
+// GetRange implements tiles.Store with one positioned read (ReadAt).
+func (s *Store) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := tiles.CheckRange(key, off, n); err != nil {
+		return nil, err
+	}
+	p, err := s.path(key)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil, fmt.Errorf("fs: get %s: %w", key, tiles.ErrNotFound)
+		}
+		return nil, fmt.Errorf("fs: get %s: %w", key, err)
+	}
+	defer f.Close()
+	buf := make([]byte, n)
+	got, err := f.ReadAt(buf, off)
+	switch {
+	case errors.Is(err, io.EOF) || err == nil && int64(got) < n:
+		return nil, fmt.Errorf("fs: get %s range %d+%d: %d bytes: %w", key, off, n, got, tiles.ErrShortObject)
+	case errors.Is(err, syscall.EISDIR):
+		return nil, fmt.Errorf("fs: get %s: %w", key, tiles.ErrNotFound)
+	case err != nil:
+		return nil, fmt.Errorf("fs: get %s range %d+%d: %w", key, off, n, err)
+	}
+	return buf, nil
 }
 
 // Create implements tiles.Store. The file is linked into place, which fails if the

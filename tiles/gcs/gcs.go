@@ -94,6 +94,40 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	return data, nil
 }
 
+// GetRange implements tiles.Store with a ranged reader (NewRangeReader).
+func (s *Store) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := tiles.CheckRange(key, off, n); err != nil {
+		return nil, err
+	}
+	k, err := s.key(key)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.bucket.Object(k).NewRangeReader(ctx, off, n)
+	if err != nil {
+		if errors.Is(err, storage.ErrObjectNotExist) {
+			return nil, fmt.Errorf("gcs: get %s: %w", k, tiles.ErrNotFound)
+		}
+		var ge *googleapi.Error
+		if errors.As(err, &ge) && ge.Code == http.StatusRequestedRangeNotSatisfiable {
+			return nil, fmt.Errorf("gcs: get %s range %d+%d: %w", k, off, n, tiles.ErrShortObject)
+		}
+		return nil, fmt.Errorf("gcs: get %s range %d+%d: %w", k, off, n, err)
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, n+1))
+	if err != nil {
+		return nil, fmt.Errorf("gcs: get %s range %d+%d: read: %w", k, off, n, err)
+	}
+	if int64(len(data)) < n {
+		return nil, fmt.Errorf("gcs: get %s range %d+%d: %d bytes: %w", k, off, n, len(data), tiles.ErrShortObject)
+	}
+	if int64(len(data)) > n {
+		return nil, fmt.Errorf("gcs: get %s range %d+%d: the server sent more than the range", k, off, n)
+	}
+	return data, nil
+}
+
 // Create implements tiles.Store with a DoesNotExist precondition. On 412 the
 // existing object is read and compared, which also makes a retry after a lost
 // response succeed.

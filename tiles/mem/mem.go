@@ -43,6 +43,8 @@ type Fault struct {
 	Conflict []byte
 	// Times limits how many calls the fault fires for; 0 is unlimited.
 	Times int
+	// Skip lets the first Skip matching calls through before the fault fires.
+	Skip int
 }
 
 // A Store keeps objects in a map. It is safe for concurrent use.
@@ -60,7 +62,7 @@ type object struct {
 
 type fault struct {
 	Fault
-	fired int
+	fired, skipped int
 }
 
 var _ tiles.Store = (*Store)(nil)
@@ -146,6 +148,10 @@ func (s *Store) match(op Op, key string) *Fault {
 	s.calls[op]++
 	for _, f := range s.faults {
 		if (f.Op == "" || f.Op == op) && strings.HasPrefix(key, f.Key) && (f.Times == 0 || f.fired < f.Times) {
+			if f.skipped < f.Skip {
+				f.skipped++
+				continue
+			}
 			f.fired++
 			ff := f.Fault
 			return &ff
@@ -203,6 +209,21 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, fmt.Errorf("mem: get %s: %w", key, err)
 	}
 	return bytes.Clone(o.data), nil
+}
+
+// GetRange implements tiles.Store; fault rules for OpGet apply to it too.
+func (s *Store) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := tiles.CheckRange(key, off, n); err != nil {
+		return nil, err
+	}
+	data, err := s.Get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if off+n > int64(len(data)) {
+		return nil, fmt.Errorf("mem: get %s range %d+%d of %d bytes: %w", key, off, n, len(data), tiles.ErrShortObject)
+	}
+	return data[off : off+n : off+n], nil
 }
 
 // Create implements tiles.Store.

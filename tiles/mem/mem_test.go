@@ -32,6 +32,18 @@ func TestFaults(t *testing.T) {
 	}
 	remove()
 
+	remove = s.Inject(mem.Fault{Op: mem.OpCreate, Key: "s/", Err: boom, Times: 1, Skip: 1})
+	if err := s.Create(ctx, "s/1", []byte("1"), tiles.Attrs{}); err != nil {
+		t.Fatalf("Create skipped by the fault: %v", err)
+	}
+	if err := s.Create(ctx, "s/2", []byte("2"), tiles.Attrs{}); !errors.Is(err, boom) {
+		t.Fatalf("Create after the skipped one = %v", err)
+	}
+	if err := s.Create(ctx, "s/2", []byte("2"), tiles.Attrs{}); err != nil {
+		t.Fatalf("Create after the fault's last firing: %v", err)
+	}
+	remove()
+
 	s.Inject(mem.Fault{Op: mem.OpPut, Err: boom, After: true})
 	if err := s.Put(ctx, "b/y", []byte("2"), tiles.Attrs{}); !errors.Is(err, boom) {
 		t.Fatalf("faulted Put = %v", err)

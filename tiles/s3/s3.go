@@ -146,6 +146,42 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	return data, nil
 }
 
+// GetRange implements tiles.Store with a ranged GetObject (Range: bytes=off-end).
+func (s *Store) GetRange(ctx context.Context, key string, off, n int64) ([]byte, error) {
+	if err := tiles.CheckRange(key, off, n); err != nil {
+		return nil, err
+	}
+	k, err := s.key(key)
+	if err != nil {
+		return nil, err
+	}
+	rng := fmt.Sprintf("bytes=%d-%d", off, off+n-1)
+	out, err := s.c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(k), Range: aws.String(rng)})
+	if err != nil {
+		if isNotFound(err) {
+			return nil, fmt.Errorf("s3: get %s: %w", k, tiles.ErrNotFound)
+		}
+		if isRangeNotSatisfiable(err) {
+			return nil, fmt.Errorf("s3: get %s %s: %w", k, rng, tiles.ErrShortObject)
+		}
+		return nil, fmt.Errorf("s3: get %s %s: %w", k, rng, err)
+	}
+	defer out.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(out.Body, n+1))
+	if err != nil {
+		return nil, fmt.Errorf("s3: get %s %s: read body: %w", k, rng, err)
+	}
+	if int64(len(data)) != n {
+		// A server answers a range that ends past the object with its tail; one
+		// that ignores Range answers the whole object: neither is the range asked.
+		if int64(len(data)) < n {
+			return nil, fmt.Errorf("s3: get %s %s: %d bytes: %w", k, rng, len(data), tiles.ErrShortObject)
+		}
+		return nil, fmt.Errorf("s3: get %s %s: the server sent more than the range", k, rng)
+	}
+	return data, nil
+}
+
 // Create implements tiles.Store with a conditional PutObject (If-None-Match: *).
 // On 412 the existing object is read and compared, which also makes a retry after
 // a lost response succeed.
@@ -245,4 +281,14 @@ func (s *Store) EnsureBucket(ctx context.Context) error {
 		return fmt.Errorf("s3: create bucket %s: %w", s.bucket, err)
 	}
 	return nil
+}
+
+// isRangeNotSatisfiable reports a 416: the range starts at or past the object's end.
+func isRangeNotSatisfiable(err error) bool {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorCode() == "InvalidRange" {
+		return true
+	}
+	var re *smithyhttp.ResponseError
+	return errors.As(err, &re) && re.HTTPStatusCode() == http.StatusRequestedRangeNotSatisfiable
 }

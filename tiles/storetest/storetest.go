@@ -59,6 +59,7 @@ func Run(t *testing.T, newStore func(t *testing.T) tiles.Store, opts Options) {
 		{"CreateAll", testCreateAll},
 		{"CreateAllThenPut", testCreateAllThenPut},
 		{"List", testList},
+		{"GetRange", testGetRange},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
