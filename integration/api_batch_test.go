@@ -133,8 +133,8 @@ func TestAPIBatchIngest(t *testing.T) {
 		}
 
 		// A failed seal: every event of the batch fails with 500 and nothing is recorded.
-		restore := s.breakPayloads(p.id)
 		w3, _ := s.newKey(p.id, []string{catalog.ScopeWrite}, "")
+		restore := s.breakPayloads()
 		doomed := []any{signedEvent(t, priv, keyID, event("doomed1", "bob")), event("doomed.unsigned", "bob"),
 			signedEvent(t, priv, keyID, event("doomed2", "bob"))}
 		items = s.batchItems(w3, doomed)

@@ -273,13 +273,14 @@ func TestAPIParameterRejections(t *testing.T) {
 	})
 }
 
-// breakPayloads makes the events stream's payload directory of project pid a file, so
-// the payload object of the next batch cannot be written (chmod would not stop root);
-// the returned func puts it back.
-func (s *server) breakPayloads(pid string) (restore func()) {
+// breakPayloads makes the folder of the group payload objects (one per commit tick,
+// shared by every stream) a file, so the payload object of the next tick cannot be
+// written (chmod would not stop root); the returned func puts it back. Every stream's
+// seals fail meanwhile, the project_audit stream's included: create keys before.
+func (s *server) breakPayloads() (restore func()) {
 	t := s.t
 	t.Helper()
-	payloadDir := filepath.Join(s.dataDir, "objects", pid, "events", "payload")
+	payloadDir := filepath.Join(s.dataDir, "objects", "payload")
 	aside := payloadDir + ".aside"
 	if err := os.Rename(payloadDir, aside); err != nil {
 		t.Fatal(err)
@@ -338,8 +339,8 @@ func TestAPIRateLimitAndSealFailure(t *testing.T) {
 		if got := waitCheckpointSize(t, s.dataDir, s.pub, p.id, catalog.StreamEvents, sizeBefore); got != sizeBefore {
 			t.Fatalf("checkpoint size %d, /root size %d", got, sizeBefore)
 		}
-		restore := s.breakPayloads(p.id)
 		w2, _ := s.newKey(p.id, []string{catalog.ScopeWrite}, "")
+		restore := s.breakPayloads()
 		r := s.api(http.MethodPost, "/log", w2, event("doomed", "alice"))
 		wantError(t, "ingest on a failing store", r, http.StatusInternalServerError, "Failed to seal event; nothing was recorded")
 		if got := waitCheckpointSize(t, s.dataDir, s.pub, p.id, catalog.StreamEvents, sizeBefore); got != sizeBefore {
