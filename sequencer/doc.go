@@ -17,11 +17,12 @@
 // one publication per Config.PublishInterval, each up to the latest committed size.
 // A publication is due when the interval has passed since the stream's last one and
 // something was committed since; the due streams join the process's next publication
-// round (publisher, pubround.go), one round at a time, at most Config.MaxPublishing
-// streams in it: one catalog PublishGroup (the publish locks of all of them, their
-// published sizes in one write) around one tiles.PublishGroup (every stream's tiles,
-// entry bundles and then notes in one store write: three filesystem syncs on the
-// filesystem store, however many streams). A stream due while a round runs joins the
+// round (publisher, pubround.go), one round at a time and rounds at least
+// PublishInterval/2 apart, at most Config.MaxPublishing streams in it: one catalog
+// PublishGroup (the publish locks of all of them, their published sizes in one
+// write) around one tiles.PublishGroup (every stream's tiles, entry bundles and then
+// notes in one store write: three filesystem syncs on the filesystem store, however
+// many streams). A stream due while a round runs joins the
 // next, coalescing more batches meanwhile. The round's goroutine exists only while
 // streams are queued, so idle streams cost nothing.
 //

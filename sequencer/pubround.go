@@ -5,10 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/tiles"
+	"golang.org/x/sync/errgroup"
 )
+
+// pubParallelism bounds the streams of a round whose leaf data is read at once.
+const pubParallelism = 8
 
 // publisher runs the process's publication rounds. The publish loops of the
 // project-streams whose publication is due queue a request and wait; one round at a
@@ -51,9 +56,18 @@ func (p *publisher) publish(log catalog.LogID, w *tiles.Writer) (catalog.Checkpo
 	return r.cp, r.err
 }
 
-// run runs rounds until no request is queued.
+// run runs rounds until no request is queued. Rounds start at least
+// PublishInterval/2 apart, so that a round gathers every stream that fell due since
+// the last one rather than the few whose timers just fired: under load the round's
+// syncs are shared by many streams, and a lone round after a quiet spell starts at once.
 func (p *publisher) run() {
+	gap := p.s.cfg.PublishInterval / 2
+	var last time.Time
 	for {
+		if wait := gap - time.Since(last); wait > 0 {
+			time.Sleep(wait)
+		}
+		last = time.Now()
 		p.mu.Lock()
 		reqs := p.take()
 		if len(reqs) == 0 {
@@ -114,21 +128,34 @@ func (p *publisher) round(reqs []*pubReq) {
 func (s *Sequencer) publishGroup(ctx context.Context, logs []catalog.LogID, writers []*tiles.Writer) ([]catalog.Published, error) {
 	return s.cfg.Catalog.PublishGroup(ctx, logs, func(ctx context.Context, cps []catalog.Checkpoint) []error {
 		errs := make([]error, len(cps))
-		var (
-			pubs []tiles.Publication
-			at   []int
-		)
+		// Each stream's leaf data (a catalog query, payload bundles mostly from the
+		// cache) and note, a few streams at once.
+		all := make([]*tiles.Publication, len(cps))
+		var g errgroup.Group
+		g.SetLimit(pubParallelism)
 		for i, cp := range cps {
 			if cp.PublishedSize >= cp.Size {
 				continue
 			}
-			p, err := s.publication(ctx, cp, writers[i])
-			if err != nil {
-				errs[i] = err
-				continue
+			g.Go(func() error {
+				p, err := s.publication(ctx, cp, writers[i])
+				if err != nil {
+					errs[i] = err
+				} else {
+					all[i] = &p
+				}
+				return nil
+			})
+		}
+		_ = g.Wait() // each stream's error is in errs
+		var (
+			pubs []tiles.Publication
+			at   []int
+		)
+		for i, p := range all {
+			if p != nil {
+				pubs, at = append(pubs, *p), append(at, i)
 			}
-			pubs = append(pubs, p)
-			at = append(at, i)
 		}
 		if len(pubs) == 0 {
 			return errs

@@ -37,6 +37,7 @@ type Publication struct {
 // durable, every log's checkpoint note: with one CreateAllThenPutAll if s is a
 // GroupPublisher, else with each log's own Publish writes, a few logs at once. So a
 // log's note is never written before its own tiles and entry bundles are durable.
+// The Writers must be distinct.
 //
 // It returns one error per publication, nil where it succeeded. One log's failure
 // (a mismatch, a missing edge, a conflicting object) does not fail the others: a
@@ -46,13 +47,20 @@ type Publication struct {
 func PublishGroup(ctx context.Context, s Store, pubs []Publication) []error {
 	errs := make([]error, len(pubs))
 	plans := make([]*plan, len(pubs))
+	// Each log's objects, a few logs at once (a Writer without its edge reads it).
+	var g errgroup.Group
+	g.SetLimit(writeParallelism)
 	for i, p := range pubs {
 		if len(p.Note) == 0 {
 			errs[i] = fmt.Errorf("tiles: publish %s: empty checkpoint note", p.Writer.prefix)
 			continue
 		}
-		plans[i], errs[i] = p.Writer.prepare(ctx, p.OldSize, p.LeafData, p.Root)
+		g.Go(func() error {
+			plans[i], errs[i] = p.Writer.prepare(ctx, p.OldSize, p.LeafData, p.Root)
+			return nil
+		})
 	}
+	_ = g.Wait() // each log's error is in errs
 	gp, ok := s.(GroupPublisher)
 	if !ok {
 		g, gctx := errgroup.WithContext(context.WithoutCancel(ctx))
