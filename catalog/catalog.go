@@ -92,6 +92,12 @@ type Catalog interface {
 	// Publish is the materializer's path: fn runs under the publish lock (apart from
 	// the seal lock), and published_size becomes cp.Size if fn succeeds.
 	Publish(ctx context.Context, log LogID, fn PublishFunc) (Checkpoint, error)
+	// PublishGroup is Publish for several distinct project-streams at once: it takes
+	// their publish locks (in SortLogs order, waiting for them), runs fn once with all
+	// their checkpoints, and records the published sizes of the streams fn published
+	// in one write. It returns one Published per log, in the order of logs; an error
+	// (the catalog's) records nothing.
+	PublishGroup(ctx context.Context, logs []LogID, fn PublishGroupFunc) ([]Published, error)
 	AdvancePublished(ctx context.Context, log LogID, size uint64) (Checkpoint, error)
 	ListUnpublished(ctx context.Context) ([]Checkpoint, error)
 	BatchesCovering(ctx context.Context, log LogID, first, last uint64) ([]Batch, error)

@@ -89,6 +89,16 @@ func (c *countingCatalog) Publish(ctx context.Context, log catalog.LogID, fn fun
 	})
 }
 
+func (c *countingCatalog) PublishGroup(ctx context.Context, logs []catalog.LogID, fn catalog.PublishGroupFunc) ([]catalog.Published, error) {
+	c.publishes.Add(1)
+	c.calls.Add(1)
+	defer func(t0 time.Time) { c.publishNS.Add(int64(time.Since(t0))) }(time.Now())
+	return c.Catalog.PublishGroup(ctx, logs, func(ctx context.Context, cps []catalog.Checkpoint) []error {
+		defer func(t0 time.Time) { c.materializeNS.Add(int64(time.Since(t0))) }(time.Now())
+		return fn(ctx, cps)
+	})
+}
+
 func (c *countingCatalog) Checkpoint(ctx context.Context, log catalog.LogID) (catalog.Checkpoint, error) {
 	c.calls.Add(1)
 	return c.Catalog.Checkpoint(ctx, log)

@@ -14,8 +14,17 @@
 // lock another replica holds is skipped and tries again in a later tick.
 //
 // Each stream's publish loop then materializes what was committed, coalesced: at most
-// one publication per Config.PublishInterval, each up to the latest committed size,
-// and at most Config.MaxPublishing streams publishing at once in the process.
+// one publication per Config.PublishInterval, each up to the latest committed size.
+// A publication is due when the interval has passed since the stream's last one and
+// something was committed since; the due streams join the process's next publication
+// round (publisher, pubround.go), one round at a time and rounds at least
+// PublishInterval/2 apart, at most Config.MaxPublishing streams in it: one catalog
+// PublishGroup (the publish locks of all of them, their published sizes in one
+// write) around one tiles.PublishGroup (every stream's tiles, entry bundles and then
+// notes in one store write: three filesystem syncs on the filesystem store, however
+// many streams). A stream due while a round runs joins the
+// next, coalescing more batches meanwhile. The round's goroutine exists only while
+// streams are queued, so idle streams cost nothing.
 //
 // The commit order, and what a crash at each step leaves behind:
 //
@@ -53,7 +62,9 @@
 //     and hash tiles of (published_size, size], derived only from committed state (the
 //     payload bundles the batch rows name), and
 //  7. publish the signed checkpoint note, then advance published_size.
-//     Steps 6-7 run under the catalog's publish lock, always up to the latest committed
+//     Steps 6-7 run for a round of streams at once (a stream's note only after its
+//     tiles are durable, its published_size only after its note is), under the
+//     catalog's publish locks, always up to the latest committed
 //     size, so the checkpoint object never moves backwards even with several replicas.
 //     Crash during 6-7: some write-once objects exist, all with the bytes the tree
 //     determines; the next publication of this stream (the publish loop, a reader of
@@ -61,7 +72,8 @@
 //     bytes again and finishes.
 //
 // A failure before 4 fails the batch (of every stream of the tick, after the retry
-// alone): every waiter gets an error and nothing is recorded. A failure in 6-7 is retried with backoff and delays nobody. A conflict
+// alone): every waiter gets an error and nothing is recorded. A failure in 6-7 is
+// retried with backoff, in a later round, and delays nobody. A conflict
 // on a write-once tile means the store holds another tree of one size: a fork. The
 // sequencer stops that stream (errFatal): Submit refuses its events and nothing more
 // is published; what was committed before stays committed, since the catalog is the

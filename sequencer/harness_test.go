@@ -127,6 +127,16 @@ func (c *faultyCatalog) Publish(ctx context.Context, log catalog.LogID, fn func(
 	return c.Catalog.Publish(ctx, log, fn)
 }
 
+func (c *faultyCatalog) PublishGroup(ctx context.Context, logs []catalog.LogID, fn catalog.PublishGroupFunc) ([]catalog.Published, error) {
+	c.mu.Lock()
+	err := c.publishErr
+	c.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	return c.Catalog.PublishGroup(ctx, logs, fn)
+}
+
 type harness struct {
 	t     *testing.T
 	db    *sqlite.DB

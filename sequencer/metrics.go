@@ -11,6 +11,7 @@ type metrics struct {
 	batchEvents    prometheus.Histogram
 	sealSeconds    prometheus.Histogram
 	publishSeconds prometheus.Histogram
+	roundStreams   prometheus.Histogram
 	batches        *prometheus.CounterVec
 	events         prometheus.Counter
 }
@@ -23,13 +24,15 @@ func newMetrics(s *Sequencer, reg prometheus.Registerer) *metrics {
 			Help: "Time to seal one batch, from taking the lock to the commit.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 15)}),
 		publishSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sealtrail_publish_seconds",
 			Help: "Time to materialize tiles and publish the checkpoint, per publication.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 15)}),
+		roundStreams: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "sealtrail_publish_round_streams",
+			Help: "Project-streams published together in one publication round.", Buckets: prometheus.ExponentialBuckets(1, 4, 6)}),
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "sealtrail_batches_total",
 			Help: "Batches by result: committed, or failed before the commit (nothing recorded)."}, []string{"result"}),
 		events: prometheus.NewCounter(prometheus.CounterOpts{Name: "sealtrail_events_sealed_total",
 			Help: "Events sealed (committed, and so acknowledged) by this process."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.batchEvents, m.sealSeconds, m.publishSeconds, m.batches, m.events,
+		reg.MustRegister(m.batchEvents, m.sealSeconds, m.publishSeconds, m.roundStreams, m.batches, m.events,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sealtrail_queue_depth",
 				Help: "Events waiting to be sealed, over all project-streams."}, func() float64 { return float64(s.queueDepth()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sealtrail_active_streams",
@@ -47,6 +50,9 @@ func (m *metrics) sealed(events int, took time.Duration, err error) {
 	m.batchEvents.Observe(float64(events))
 	m.sealSeconds.Observe(took.Seconds())
 }
+
+// publishRound counts a publication round of streams project-streams.
+func (m *metrics) publishRound(streams int) { m.roundStreams.Observe(float64(streams)) }
 
 // queueDepth counts the events waiting to be sealed.
 func (s *Sequencer) queueDepth() int {

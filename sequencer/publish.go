@@ -102,15 +102,12 @@ func (ls *logSequencer) publishUntil(target uint64) error {
 	cfg := &ls.s.cfg
 	backoff := 50 * time.Millisecond
 	for {
-		// A bounded number of streams publish at once, so that publications (each a
-		// catalog transaction and a few synced object writes) never crowd out the
-		// group commit, however many streams are active; a stream waiting for a slot
-		// coalesces more batches into its next publication.
-		ls.s.pubSlots <- struct{}{}
-		ctx, cancel := context.WithTimeout(context.Background(), cfg.SealTimeout)
-		cp, err := ls.s.publish(ctx, ls.log, ls.writer)
-		cancel()
-		<-ls.s.pubSlots
+		// The stream joins the next publication round of the process (pubround.go):
+		// every stream due then is published together, at most MaxPublishing per
+		// round, so publication costs a catalog write and a few syncs per round
+		// however many streams are active, and a stream waiting for a round coalesces
+		// more batches into it.
+		cp, err := ls.s.pub.publish(ls.log, ls.writer)
 		if err == nil && cp.PublishedSize >= target {
 			return nil
 		}
@@ -127,29 +124,37 @@ func (ls *logSequencer) publishUntil(target uint64) error {
 
 // publish materializes (published_size, size] of log and writes its checkpoint note,
 // under the catalog's publish lock (steps 5-6 of the package comment), and returns the
-// checkpoint as left after.
+// checkpoint as left after: the one-stream path, for a proof that needs its tiles now
+// (edge.go).
 func (s *Sequencer) publish(ctx context.Context, log catalog.LogID, w *tiles.Writer) (catalog.Checkpoint, error) {
 	return s.cfg.Catalog.Publish(ctx, log, func(ctx context.Context, cp catalog.Checkpoint) error {
 		if cp.PublishedSize >= cp.Size {
 			return nil
 		}
-		leaves, err := s.leafData(ctx, log, cp.PublishedSize+1, cp.Size)
-		if err != nil {
-			return err
-		}
-		note, err := tlog.SignCheckpoint(s.cfg.Key, tlog.CheckpointOrigin(s.cfg.Origin, log.ProjectID, string(log.Stream)), cp.Size, cp.Root)
+		p, err := s.publication(ctx, cp, w)
 		if err != nil {
 			return err
 		}
 		// The tiles and entry bundles, then, once they are durable, the note.
-		if err := w.Publish(ctx, cp.PublishedSize, leaves, cp.Root, note); err != nil {
-			if errors.Is(err, tiles.ErrConflict) || errors.Is(err, tiles.ErrMismatch) {
-				return fmt.Errorf("%w: materialize %s at %d: %w", errFatal, log, cp.Size, err)
-			}
-			return fmt.Errorf("publish: %w", err)
+		if err := w.Publish(ctx, p.OldSize, p.LeafData, p.Root, p.Note); err != nil {
+			return materializeErr(cp, err)
 		}
 		return nil
 	})
+}
+
+// publication returns what publishes (cp.PublishedSize, cp.Size] of cp's log with w:
+// the leaf data from the committed payload bundles and the signed checkpoint note.
+func (s *Sequencer) publication(ctx context.Context, cp catalog.Checkpoint, w *tiles.Writer) (tiles.Publication, error) {
+	leaves, err := s.leafData(ctx, cp.Log, cp.PublishedSize+1, cp.Size)
+	if err != nil {
+		return tiles.Publication{}, err
+	}
+	note, err := tlog.SignCheckpoint(s.cfg.Key, tlog.CheckpointOrigin(s.cfg.Origin, cp.Log.ProjectID, string(cp.Log.Stream)), cp.Size, cp.Root)
+	if err != nil {
+		return tiles.Publication{}, err
+	}
+	return tiles.Publication{Writer: w, OldSize: cp.PublishedSize, LeafData: leaves, Root: cp.Root, Note: note}, nil
 }
 
 // leafData returns the leaf data of sequences [from, to] from the payload bundles of

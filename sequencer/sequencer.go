@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,6 +29,10 @@ type Catalog interface {
 	// lock, held across replicas) with the checkpoint read under that lock. If fn
 	// returns nil, published_size becomes cp.Size before the lock is released.
 	Publish(ctx context.Context, log catalog.LogID, fn func(ctx context.Context, cp catalog.Checkpoint) error) (catalog.Checkpoint, error)
+	// PublishGroup is Publish for many project-streams: one call of fn with all their
+	// checkpoints, and their published sizes recorded in one write (a publication
+	// round, pubround.go).
+	PublishGroup(ctx context.Context, logs []catalog.LogID, fn catalog.PublishGroupFunc) ([]catalog.Published, error)
 	Checkpoint(ctx context.Context, log catalog.LogID) (catalog.Checkpoint, error)
 	ListUnpublished(ctx context.Context) ([]catalog.Checkpoint, error)
 	BatchesCovering(ctx context.Context, log catalog.LogID, from, to uint64) ([]catalog.Batch, error)
@@ -73,8 +78,10 @@ type Config struct {
 	// committed meanwhile, so a busy stream rewrites its partial tiles a few times a
 	// second and a quiet one publishes once after its last batch.
 	PublishInterval time.Duration
-	// MaxPublishing bounds the project-streams publishing at once (default 4): the
-	// rest wait for a slot, coalescing more batches meanwhile.
+	// MaxPublishing bounds the project-streams of one publication round (default
+	// 1,000): the streams due are published together, one round at a time, with one
+	// catalog write and one store write; the rest wait for the next round, coalescing
+	// more batches meanwhile.
 	MaxPublishing int
 	// MaxPending bounds the events waiting for one project-stream (default 100,000).
 	// Beyond it Submit fails fast with a *BusyError.
@@ -109,7 +116,7 @@ func (c *Config) setDefaults() error {
 		c.PublishInterval = 200 * time.Millisecond
 	}
 	if c.MaxPublishing <= 0 {
-		c.MaxPublishing = 4
+		c.MaxPublishing = 1000
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = time.Minute
@@ -197,12 +204,12 @@ type Sequencer struct {
 	closed bool
 	wg     sync.WaitGroup // running logSequencer loops
 
-	group    *committer
-	pubSlots chan struct{} // one token per publication in progress (MaxPublishing)
-	cache    *payloadCache
-	edges    *edgeCache
-	tiles    *tiles.TileCache
-	metrics  *metrics
+	group   *committer
+	pub     *publisher // the publication rounds
+	cache   *payloadCache
+	edges   *edgeCache
+	tiles   *tiles.TileCache
+	metrics *metrics
 }
 
 // New returns a Sequencer. Call Recover before serving, and Close to drain.
@@ -217,7 +224,7 @@ func New(cfg Config) (*Sequencer, error) {
 	s := &Sequencer{cfg: cfg, logs: map[catalog.LogID]*logSequencer{}, cache: newPayloadCache(256), edges: newEdgeCache(), tiles: tc}
 	s.metrics = newMetrics(s, cfg.Registerer)
 	s.group = newCommitter(s)
-	s.pubSlots = make(chan struct{}, cfg.MaxPublishing)
+	s.pub = &publisher{s: s}
 	return s, nil
 }
 
@@ -314,8 +321,22 @@ func (s *Sequencer) Recover(ctx context.Context) error {
 	for _, cp := range cps {
 		s.cfg.Logger.InfoContext(ctx, "recovering unpublished batches", "log", cp.Log.String(),
 			"published", cp.PublishedSize, "size", cp.Size)
-		if _, err := s.publish(ctx, cp.Log, tiles.NewWriter(s.cfg.Store, prefixOf(cp.Log), s.cfg.Logger)); err != nil {
-			return fmt.Errorf("sequencer: recover %s: %w", cp.Log, err)
+	}
+	// In publication rounds of at most MaxPublishing streams, as in service.
+	for chunk := range slices.Chunk(cps, s.cfg.MaxPublishing) {
+		logs := make([]catalog.LogID, len(chunk))
+		writers := make([]*tiles.Writer, len(chunk))
+		for i, cp := range chunk {
+			logs[i], writers[i] = cp.Log, tiles.NewWriter(s.cfg.Store, prefixOf(cp.Log), s.cfg.Logger)
+		}
+		out, err := s.publishGroup(ctx, logs, writers)
+		if err != nil {
+			return fmt.Errorf("sequencer: recover: %w", err)
+		}
+		for _, p := range out {
+			if p.Err != nil {
+				return fmt.Errorf("sequencer: recover %s: %w", p.Checkpoint.Log, p.Err)
+			}
 		}
 	}
 	return nil

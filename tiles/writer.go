@@ -87,19 +87,49 @@ func (w *Writer) Publish(ctx context.Context, oldSize uint64, leafData [][]byte,
 
 // materialize is Materialize, then the checkpoint note unless note is nil.
 func (w *Writer) materialize(ctx context.Context, oldSize uint64, leafData [][]byte, root tlog.Hash, note []byte) error {
+	pl, err := w.prepare(ctx, oldSize, leafData, root)
+	if err != nil {
+		return err
+	}
+	if err := w.write(ctx, pl.objs, note); err != nil {
+		return err
+	}
+	w.done(ctx, pl)
+	return nil
+}
+
+// A plan is what one materialization writes: the objects, and the right edge of the
+// tree once they are written.
+type plan struct {
+	oldSize, newSize uint64
+	objs             []object
+	edge             *rightEdge
+}
+
+// done records that pl's objects are written: its edge becomes the Writer's.
+func (w *Writer) done(ctx context.Context, pl *plan) {
+	w.edge, w.edgeSize = pl.edge, pl.newSize
+	w.log.DebugContext(ctx, "materialized", slog.String("log", string(w.prefix)),
+		slog.Uint64("old_size", pl.oldSize), slog.Uint64("new_size", pl.newSize), slog.Int("objects", len(pl.objs)))
+}
+
+// prepare computes the objects that materialize the tree of size
+// oldSize+len(leafData), and checks them and the old edge against root, writing
+// nothing (Materialize's checks).
+func (w *Writer) prepare(ctx context.Context, oldSize uint64, leafData [][]byte, root tlog.Hash) (*plan, error) {
 	n := uint64(len(leafData))
 	newSize := oldSize + n
 	if newSize < oldSize || newSize > 1<<62 {
-		return fmt.Errorf("tiles: materialize: tree size %d + %d overflows", oldSize, n)
+		return nil, fmt.Errorf("tiles: materialize: tree size %d + %d overflows", oldSize, n)
 	}
 	for i, d := range leafData {
 		if len(d) > MaxLeafSize {
-			return fmt.Errorf("tiles: materialize: leaf %d is %d bytes, more than %d", oldSize+uint64(i), len(d), MaxLeafSize)
+			return nil, fmt.Errorf("tiles: materialize: leaf %d is %d bytes, more than %d", oldSize+uint64(i), len(d), MaxLeafSize)
 		}
 	}
 	old, err := w.loadEdge(ctx, oldSize)
 	if err != nil {
-		return err
+		return nil, err
 	}
 
 	// Compute every object to write, level by level: the new hashes of a level are
@@ -149,7 +179,7 @@ func (w *Writer) materialize(ctx context.Context, oldSize uint64, leafData [][]b
 			es := all[i:min(i+TileWidth, len(all))]
 			data, err := MarshalEntryBundle(es)
 			if err != nil {
-				return fmt.Errorf("tiles: materialize: %w", err)
+				return nil, fmt.Errorf("tiles: materialize: %w", err)
 			}
 			t := tlog.Tile{H: TileHeight, L: EntriesLevel, N: int64(first) + int64(i/TileWidth), W: len(es)}
 			objs = append(objs, object{path: TilePath(t), data: data})
@@ -174,24 +204,18 @@ func (w *Writer) materialize(ctx context.Context, oldSize uint64, leafData [][]b
 	// Authenticate the old edge and the new objects against root before writing.
 	got, err := edgeRoot(newSize, edge)
 	if err != nil {
-		return fmt.Errorf("tiles: materialize %s at size %d: %w", w.prefix, newSize, err)
+		return nil, fmt.Errorf("tiles: materialize %s at size %d: %w", w.prefix, newSize, err)
 	}
 	if got != root {
 		w.edge = nil
-		return fmt.Errorf("tiles: materialize %s: tiles give root %v for size %d, committed root is %v: %w", w.prefix, got, newSize, root, ErrMismatch)
+		return nil, fmt.Errorf("tiles: materialize %s: tiles give root %v for size %d, committed root is %v: %w", w.prefix, got, newSize, root, ErrMismatch)
 	}
 	if err := checkEntries(oldSize, old); err != nil {
 		w.edge = nil
-		return fmt.Errorf("tiles: materialize %s: partial entry bundle at size %d: %w", w.prefix, oldSize, err)
+		return nil, fmt.Errorf("tiles: materialize %s: partial entry bundle at size %d: %w", w.prefix, oldSize, err)
 	}
 
-	if err := w.write(ctx, objs, note); err != nil {
-		return err
-	}
-	w.edge, w.edgeSize = edge, newSize
-	w.log.DebugContext(ctx, "materialized", slog.String("log", string(w.prefix)),
-		slog.Uint64("old_size", oldSize), slog.Uint64("new_size", newSize), slog.Int("objects", len(objs)))
-	return nil
+	return &plan{oldSize: oldSize, newSize: newSize, objs: objs, edge: edge}, nil
 }
 
 type object struct {

@@ -40,6 +40,7 @@ func Run(t *testing.T, open Open) {
 		{"PublishedSize", testPublishedSize},
 		{"Publish", testPublish},
 		{"PublishLocks", testPublishLocks},
+		{"PublishGroup", testPublishGroup},
 		{"BatchesCovering", testBatchesCovering},
 		{"BatchPayloadSegment", testBatchPayloadSegment},
 		{"EventsByID", testEventsByID},

@@ -121,3 +121,58 @@ func testPublishLocks(t *testing.T, db catalog.Catalog) {
 		t.Fatalf("after the publishers: %+v", cp)
 	}
 }
+
+// testPublishGroup checks PublishGroup: one fn call for all streams in the order
+// given, published sizes raised only where fn succeeded, a stream never sealed
+// reported as not found, and duplicate streams refused.
+func testPublishGroup(t *testing.T, db catalog.Catalog) {
+	ctx := ctxT(t)
+	Seal(t, db, logA, "e", 5)
+	Seal(t, db, logB, "e", 3)
+	never := catalog.LogID{ProjectID: "prj_nevergroup", Stream: catalog.StreamEvents}
+	boom := errors.New("tile write failed")
+	var seen []catalog.Checkpoint
+	calls := 0
+	out, err := db.PublishGroup(ctx, []catalog.LogID{logB, never, logA}, func(_ context.Context, cps []catalog.Checkpoint) []error {
+		calls++
+		seen = cps
+		return []error{boom, nil, nil}
+	})
+	if err != nil || calls != 1 || len(seen) != 3 || len(out) != 3 {
+		t.Fatalf("PublishGroup: %d calls saw %+v, returned %+v, %v", calls, seen, out, err)
+	}
+	if seen[0].Log != logB || seen[0].Size != 3 || seen[1].Log != never || seen[1].Size != 0 || seen[2].Log != logA || seen[2].Size != 5 {
+		t.Fatalf("fn saw %+v", seen)
+	}
+	if !errors.Is(out[0].Err, boom) || out[0].Checkpoint.PublishedSize != 0 {
+		t.Fatalf("stream whose fn failed: %+v", out[0])
+	}
+	if !errors.Is(out[1].Err, catalog.ErrNotFound) {
+		t.Fatalf("stream never sealed: %+v", out[1])
+	}
+	if out[2].Err != nil || out[2].Checkpoint.PublishedSize != 5 || out[2].Checkpoint.Size != 5 {
+		t.Fatalf("published stream: %+v", out[2])
+	}
+	if cp := mustCheckpoint(t, db, logA); cp.PublishedSize != 5 {
+		t.Fatalf("stored published size of A %d, want 5", cp.PublishedSize)
+	}
+	if cp := mustCheckpoint(t, db, logB); cp.PublishedSize != 0 {
+		t.Fatalf("stored published size of B %d after its fn failed, want 0", cp.PublishedSize)
+	}
+	out, err = db.PublishGroup(ctx, []catalog.LogID{logA, logB}, func(_ context.Context, cps []catalog.Checkpoint) []error {
+		seen = cps
+		return make([]error, len(cps))
+	})
+	if err != nil || seen[0].PublishedSize != 5 || seen[1].PublishedSize != 0 || out[1].Checkpoint.PublishedSize != 3 {
+		t.Fatalf("second PublishGroup: saw %+v, returned %+v, %v", seen, out, err)
+	}
+	if un, err := db.ListUnpublished(ctx); err != nil || len(un) != 0 {
+		t.Fatalf("ListUnpublished after PublishGroup = %+v, %v", un, err)
+	}
+	if _, err := db.PublishGroup(ctx, []catalog.LogID{logA, logA}, func(context.Context, []catalog.Checkpoint) []error {
+		t.Fatal("fn ran for a group with a duplicate stream")
+		return nil
+	}); err == nil {
+		t.Fatal("PublishGroup accepted a duplicate stream")
+	}
+}

@@ -82,6 +82,8 @@ type Config struct {
 	Anchor AnchorConfig `json:"anchor"`
 	// Retention configures the retention job (config_retention.go).
 	Retention RetentionConfig `json:"retention"`
+	// Publish configures the publication rounds (config_publish.go).
+	Publish PublishConfig `json:"publish"`
 }
 
 func defaultConfig() Config {
@@ -240,6 +242,9 @@ func (c *Config) resolve() error {
 		return err
 	}
 	if err := c.Mail.resolve(c.Dashboard.publicHost()); err != nil {
+		return err
+	}
+	if err := c.Publish.check(); err != nil {
 		return err
 	}
 	if err := c.Ops.resolve(c.DataDir); err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/sealtrail/sealtrail/tiles"
 )
 
-var _ tiles.BatchPublisher = (*Store)(nil)
+var _ tiles.GroupPublisher = (*Store)(nil)
 
 // CreateAll implements tiles.BatchCreator, with Create's guarantees for every object
 // at the cost of two filesystem syncs in all rather than two fsyncs per object (on a
@@ -40,26 +40,26 @@ func (s *Store) CreateAll(ctx context.Context, objs []tiles.Object, a tiles.Attr
 // then Put cost two syncs and two fsyncs. put replaces its object only after every
 // object of objs is durable, as a Put after CreateAll would.
 func (s *Store) CreateAllThenPut(ctx context.Context, objs []tiles.Object, a tiles.Attrs, put tiles.Object, pa tiles.Attrs) error {
-	return s.createAll(ctx, objs, a, &put, pa)
+	return s.createAll(ctx, objs, a, []tiles.Object{put}, pa)
 }
 
-// createAll is CreateAll, then the replacement of put if it is not nil.
-func (s *Store) createAll(ctx context.Context, objs []tiles.Object, a tiles.Attrs, put *tiles.Object, pa tiles.Attrs) error {
-	paths := make([]string, len(objs))
-	for i, o := range objs {
-		p, err := s.path(o.Key)
-		if err != nil {
-			return err
-		}
-		paths[i] = p
+// CreateAllThenPutAll implements tiles.GroupPublisher: CreateAllThenPut with many
+// objects to replace, all written in step 1 and renamed after step 4; one of them is
+// made durable by an fsync of its directory, more by one more filesystem sync. So a
+// publication round of any number of logs costs three filesystem syncs.
+func (s *Store) CreateAllThenPutAll(ctx context.Context, objs []tiles.Object, a tiles.Attrs, puts []tiles.Object, pa tiles.Attrs) error {
+	return s.createAll(ctx, objs, a, puts, pa)
+}
+
+// createAll is CreateAll, then the replacement of every object of puts.
+func (s *Store) createAll(ctx context.Context, objs []tiles.Object, a tiles.Attrs, puts []tiles.Object, pa tiles.Attrs) error {
+	paths, err := s.paths(objs)
+	if err != nil {
+		return err
 	}
-	var putPath string
-	if put != nil {
-		p, err := s.path(put.Key)
-		if err != nil {
-			return err
-		}
-		putPath = p
+	putPaths, err := s.paths(puts)
+	if err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -67,14 +67,16 @@ func (s *Store) createAll(ctx context.Context, objs []tiles.Object, a tiles.Attr
 	// One object alone (a tick's payload bundle) costs less through Create: an fsync of
 	// its file and one of its directory, where two syncs of the whole filesystem also
 	// wait for every other writer's dirty data on it.
-	if !haveSyncFS || (len(objs) == 1 && put == nil) {
+	if !haveSyncFS || (len(objs) == 1 && len(puts) == 0) {
 		for _, o := range objs {
 			if err := s.Create(ctx, o.Key, o.Data, a); err != nil {
 				return err
 			}
 		}
-		if put != nil {
-			return s.Put(ctx, put.Key, put.Data, pa)
+		for _, o := range puts {
+			if err := s.Put(ctx, o.Key, o.Data, pa); err != nil {
+				return err
+			}
 		}
 		return nil
 	}
@@ -105,24 +107,26 @@ func (s *Store) createAll(ctx context.Context, objs []tiles.Object, a tiles.Attr
 		}
 		todo = append(todo, pending{i, tmp})
 	}
-	var putTmp string
-	if put != nil {
-		dir := filepath.Dir(putPath)
-		if err := s.mkdirAll(dir, false); err != nil {
-			return fmt.Errorf("fs: put %s: %w", put.Key, err)
-		}
-		tmp, err := writeTemp(dir, put.Data, false)
-		if err != nil {
-			return fmt.Errorf("fs: put %s: %w", put.Key, err)
-		}
-		putTmp = tmp
-		defer func() {
-			if putTmp != "" {
-				os.Remove(putTmp)
+	putTmps := make([]string, len(puts))
+	defer func() {
+		for _, tmp := range putTmps {
+			if tmp != "" {
+				os.Remove(tmp)
 			}
-		}()
+		}
+	}()
+	for i, o := range puts {
+		dir := filepath.Dir(putPaths[i])
+		if err := s.mkdirAll(dir, false); err != nil {
+			return fmt.Errorf("fs: put %s: %w", o.Key, err)
+		}
+		tmp, err := writeTemp(dir, o.Data, false)
+		if err != nil {
+			return fmt.Errorf("fs: put %s: %w", o.Key, err)
+		}
+		putTmps[i] = tmp
 	}
-	if len(todo) == 0 && put == nil {
+	if len(todo) == 0 && len(puts) == 0 {
 		return nil
 	}
 	if err := s.syncAll(ctx); err != nil {
@@ -144,17 +148,37 @@ func (s *Store) createAll(ctx context.Context, objs []tiles.Object, a tiles.Attr
 			return err
 		}
 	}
-	if put == nil {
-		return nil
+	for i, o := range puts {
+		if err := os.Rename(putTmps[i], putPaths[i]); err != nil {
+			return fmt.Errorf("fs: put %s: %w", o.Key, err)
+		}
+		putTmps[i] = ""
 	}
-	if err := os.Rename(putTmp, putPath); err != nil {
-		return fmt.Errorf("fs: put %s: %w", put.Key, err)
-	}
-	putTmp = ""
-	if err := syncDir(filepath.Dir(putPath)); err != nil {
-		return fmt.Errorf("fs: put %s: %w", put.Key, err)
+	switch len(puts) {
+	case 0:
+	case 1:
+		if err := syncDir(filepath.Dir(putPaths[0])); err != nil {
+			return fmt.Errorf("fs: put %s: %w", puts[0].Key, err)
+		}
+	default:
+		if err := s.syncAll(ctx); err != nil {
+			return fmt.Errorf("fs: put %d objects: %w", len(puts), err)
+		}
 	}
 	return nil
+}
+
+// paths returns the file names of objs' keys.
+func (s *Store) paths(objs []tiles.Object) ([]string, error) {
+	out := make([]string, len(objs))
+	for i, o := range objs {
+		p, err := s.path(o.Key)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = p
+	}
+	return out, nil
 }
 
 // syncAll flushes the filesystem holding the store's root.
