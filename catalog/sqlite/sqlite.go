@@ -45,6 +45,7 @@ type DB struct {
 	w        *sql.DB // one connection: the single writer
 	r        *sql.DB // readers
 	ins      insertStmts
+	stmts    readStmts // readstmt.go
 	locks    lockTable // seal locks
 	publocks lockTable // publish locks
 	nums     logNums
@@ -181,6 +182,7 @@ func (db *DB) Close() {
 		db.log.Warn("sqlite: closing the term index", slog.Any("err", err))
 	}
 	db.ins.close()
+	db.stmts.close()
 	if err := db.r.Close(); err != nil {
 		db.log.Warn("sqlite: closing readers", slog.Any("err", err))
 	}
