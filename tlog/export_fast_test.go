@@ -115,3 +115,19 @@ func FuzzDecodeCanonicalFast(f *testing.F) {
 	f.Add([]byte(`{"k":[1,"\u001f",{"a":-0.5}]}`))
 	f.Fuzz(func(t *testing.T, line []byte) { checkFastAgreesWithSlow(t, line) })
 }
+
+// FuzzCanonScan: whatever object the one-pass check accepts (DecodeLeaf and the export
+// fast path rely on it) is its own canonical form.
+func FuzzCanonScan(f *testing.F) {
+	f.Add([]byte(`{"a":[1,-0.5,"\u001f",{"b":null}],"b":1e+21}`))
+	leaf := sampleLeaf()
+	f.Add(leaf.Encode())
+	f.Fuzz(func(t *testing.T, in []byte) {
+		if _, ok := scanCanonicalObject(in, nil); !ok {
+			return
+		}
+		if canon, err := Canonicalize(in); err != nil || !bytes.Equal(canon, in) {
+			t.Fatalf("scan accepts %q; Canonicalize gives %q, %v", in, canon, err)
+		}
+	})
+}

@@ -45,7 +45,7 @@ func (db *DB) EventByID(ctx context.Context, log catalog.LogID, id string) (cata
 	if !ok {
 		return catalog.Event{}, fmt.Errorf("sqlite: event %q in %s: %w", id, log, catalog.ErrNotFound)
 	}
-	e, err := scanEvent(db.r.QueryRowContext(ctx, eventSelect+`events e WHERE e.log = ? AND e.event_id = ?`, n, id))
+	e, err := scanEvent(db.queryRow(ctx, eventSelect+`events e WHERE e.log = ? AND e.event_id = ?`, n, id))
 	if err != nil {
 		return e, fmt.Errorf("sqlite: event %q in %s: %w", id, log, mapErr(err))
 	}

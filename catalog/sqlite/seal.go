@@ -308,7 +308,7 @@ func scanCheckpoint(row interface{ Scan(...any) error }) (catalog.Checkpoint, er
 // Checkpoint returns the committed checkpoint of log, or catalog.ErrNotFound if the
 // project-stream has never been sealed.
 func (db *DB) Checkpoint(ctx context.Context, log catalog.LogID) (catalog.Checkpoint, error) {
-	cp, err := scanCheckpoint(db.r.QueryRowContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints
+	cp, err := scanCheckpoint(db.queryRow(ctx, `SELECT `+checkpointCols+` FROM checkpoints
 		WHERE project_id = ? AND stream = ?`, log.ProjectID, string(log.Stream)))
 	if err != nil {
 		return cp, fmt.Errorf("sqlite: checkpoint %s: %w", log, mapErr(err))

@@ -47,6 +47,7 @@ type DB struct {
 	r        *sql.DB // readers
 	ins      insertStmts
 	tick     tickStmts
+	stmts    readStmts // readstmt.go
 	locks    lockTable // seal locks
 	publocks lockTable // publish locks
 	nums     logNums
@@ -222,6 +223,7 @@ func (db *DB) Close() {
 	}
 	db.ins.close()
 	db.tick.close()
+	db.stmts.close()
 	if err := db.r.Close(); err != nil {
 		db.log.Warn("sqlite: closing readers", slog.Any("err", err))
 	}
