@@ -12,6 +12,18 @@ import (
 	"github.com/sealtrail/sealtrail/catalog"
 )
 
+// sortedLogs returns logs in catalog.SortLogs order (the order every group takes its
+// row locks in) and their project ids and streams, as arrays for unnest.
+func sortedLogs(logs []catalog.LogID) (order []catalog.LogID, projects, streams []string) {
+	order = slices.Clone(logs)
+	catalog.SortLogs(order)
+	projects, streams = make([]string, len(order)), make([]string, len(order))
+	for i, l := range order {
+		projects[i], streams[i] = l.ProjectID, string(l.Stream)
+	}
+	return order, projects, streams
+}
+
 // SealGroup is the group commit (catalog.Catalog): one transaction for the batches of
 // several project-streams. It locks their checkpoint rows with FOR UPDATE SKIP LOCKED,
 // in catalog.SortLogs order: a row another replica holds is skipped (that stream waits
@@ -34,14 +46,9 @@ func (db *DB) SealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.Se
 			return nil, fmt.Errorf("postgres: seal group: %w", err)
 		}
 	}
-	order := slices.Clone(logs)
-	catalog.SortLogs(order)
+	order, projects, streams := sortedLogs(logs)
 	if err := db.createCheckpoints(ctx, order); err != nil {
 		return nil, err
-	}
-	projects, streams := make([]string, len(order)), make([]string, len(order))
-	for i, l := range order {
-		projects[i], streams[i] = l.ProjectID, string(l.Stream)
 	}
 	conn, err := db.pool.Acquire(ctx)
 	if err != nil {

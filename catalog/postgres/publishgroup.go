@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,12 +22,7 @@ func (db *DB) PublishGroup(ctx context.Context, logs []catalog.LogID, fn catalog
 	if err := catalog.CheckGroup(logs); err != nil {
 		return nil, err
 	}
-	order := slices.Clone(logs)
-	catalog.SortLogs(order)
-	projects, streams := make([]string, len(order)), make([]string, len(order))
-	for i, l := range order {
-		projects[i], streams[i] = l.ProjectID, string(l.Stream)
-	}
+	_, projects, streams := sortedLogs(logs)
 	tx, err := db.pool.Begin(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: publish group: begin: %w", err)

@@ -30,4 +30,6 @@ func (c PublishConfig) check() error {
 }
 
 // interval is IntervalMS as a duration; 0 leaves the sequencer's default.
-func (c PublishConfig) interval() time.Duration { return time.Duration(c.IntervalMS) * time.Millisecond }
+func (c PublishConfig) interval() time.Duration {
+	return time.Duration(c.IntervalMS) * time.Millisecond
+}
