@@ -133,6 +133,14 @@ func (db *DB) sealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.Se
 				return fmt.Errorf("%s: %w", logs[w.at], err)
 			}
 		}
+		// Every stream's index rows together: a tick of many streams of one event
+		// each fills multi-row INSERTs instead of running one per stream.
+		if err := db.insertEvents(ctx, tx, todo); err != nil {
+			if len(todo) == 1 {
+				return fmt.Errorf("%s: %w", logs[todo[0].at], err)
+			}
+			return err
+		}
 		for _, w := range todo {
 			if w.b.Durable != nil {
 				if err := w.b.Durable(); err != nil {
@@ -176,14 +184,11 @@ func (db *DB) writeSeal(ctx context.Context, tx *sql.Tx, log catalog.LogID, w se
 		return fmt.Errorf("%w: checkpoint of %s moved from size %d during the seal", catalog.ErrConflict, log, w.cp.Size)
 	}
 	obj, off, n := catalog.PayloadColumns(w.b)
-	if _, err := tx.ExecContext(ctx, `INSERT INTO batches(project_id, stream, first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, log.ProjectID, string(log.Stream), int64(w.cp.Size+1), len(w.b.Events), w.b.BatchID, ms(now), obj, off, n); err != nil {
+	if _, err := tx.StmtContext(ctx, db.tick.batch).ExecContext(ctx, log.ProjectID, string(log.Stream), int64(w.cp.Size+1),
+		len(w.b.Events), w.b.BatchID, ms(now), obj, off, n); err != nil {
 		return fmt.Errorf("insert batch: %w", mapErr(err))
 	}
-	if err := noteTimes(ctx, tx, db.tick.lastTime, w.n, w.cp.Size, w.b.Events); err != nil {
-		return err
-	}
-	return db.insertEvents(ctx, tx, w.n, w.b.Events)
+	return noteTimes(ctx, tx, db.tick.lastTime, w.n, w.cp.Size, w.b.Events)
 }
 
 func (db *DB) createCheckpoint(ctx context.Context, log catalog.LogID) (catalog.Checkpoint, error) {
@@ -250,22 +255,32 @@ func insertStatement(rows int) string {
 	return sb.String()
 }
 
-// insertEvents writes the index rows of log number n with the prepared multi-row
-// INSERTs.
-func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, n int64, events []catalog.Event) error {
-	args := make([]any, 0, eventCols*min(len(events), insertRows))
+// insertEvents writes the index rows of every seal of writes, in order, with the
+// prepared multi-row INSERTs.
+func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, writes []sealWrite) error {
+	type row struct {
+		n int64
+		e *catalog.Event
+	}
+	var all []row
+	for _, w := range writes {
+		for j := range w.b.Events {
+			all = append(all, row{w.n, &w.b.Events[j]})
+		}
+	}
+	args := make([]any, 0, eventCols*min(len(all), insertRows))
 	for i, rows := range insertSizes {
-		if len(events) < rows {
+		if len(all) < rows {
 			continue
 		}
 		stmt := tx.StmtContext(ctx, db.ins[i])
-		for len(events) >= rows {
-			chunk := events[:rows]
-			events = events[rows:]
+		for len(all) >= rows {
+			chunk := all[:rows]
+			all = all[rows:]
 			args = args[:0]
-			for j := range chunk {
-				e := &chunk[j]
-				args = append(args, key(n, e.Sequence), n, e.ID, ms(e.ReceivedAt),
+			for _, r := range chunk {
+				e := r.e
+				args = append(args, key(r.n, e.Sequence), r.n, e.ID, ms(e.ReceivedAt),
 					e.Action, e.Status, e.ActorType, e.ActorID, e.TargetType, e.TargetID,
 					e.PayloadHash[:], e.LeafHash[:])
 			}

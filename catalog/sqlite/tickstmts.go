@@ -15,6 +15,8 @@ type tickStmts struct {
 	update *sql.Stmt
 	// lastTime reads the receive time of a project-stream's last event (noteTimes).
 	lastTime *sql.Stmt
+	// batch inserts a batch row.
+	batch *sql.Stmt
 }
 
 func (st *tickStmts) prepare(ctx context.Context, w *sql.DB) error {
@@ -25,6 +27,8 @@ func (st *tickStmts) prepare(ctx context.Context, w *sql.DB) error {
 		{&st.update, `UPDATE checkpoints SET size = ?, root = ?, compact_range = ?, updated_ms = ?
 			WHERE project_id = ? AND stream = ? AND size = ?`},
 		{&st.lastTime, `SELECT received_ms FROM events WHERE k = ?`},
+		{&st.batch, `INSERT INTO batches(project_id, stream, first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
 	} {
 		var err error
 		if *s.to, err = w.PrepareContext(ctx, s.text); err != nil {
@@ -36,7 +40,7 @@ func (st *tickStmts) prepare(ctx context.Context, w *sql.DB) error {
 }
 
 func (st *tickStmts) close() {
-	for _, s := range []**sql.Stmt{&st.update, &st.lastTime} {
+	for _, s := range []**sql.Stmt{&st.update, &st.lastTime, &st.batch} {
 		if *s != nil {
 			(*s).Close()
 			*s = nil
