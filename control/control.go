@@ -98,6 +98,7 @@ type Service struct {
 	limits    *ttlCache[int]
 	suspended *ttlCache[string] // suspension reason by project, "" when none
 	signing   *ttlCache[[]catalog.SigningKey]
+	fresh     *freshness // nil: the catalog keeps no generation (cache.go)
 }
 
 // New returns the control plane over cat, sealing audit records with seq.
@@ -107,7 +108,7 @@ func New(cat Catalog, seq Sequencer, log *slog.Logger) *Service {
 	}
 	return &Service{cat: cat, seq: seq, log: log, now: time.Now, auth: newTTLCache[catalog.APIKey](time.Second),
 		limits: newTTLCache[int](time.Second), suspended: newTTLCache[string](time.Second),
-		signing: newTTLCache[[]catalog.SigningKey](time.Second)}
+		signing: newTTLCache[[]catalog.SigningKey](time.Second), fresh: newFreshness(cat, time.Second)}
 }
 
 func invalid(format string, args ...any) error {

@@ -125,27 +125,29 @@ func (s *Service) ListAPIKeys(ctx context.Context, projectID string) ([]catalog.
 // ErrBadKey means a token is unknown, revoked or expired.
 var ErrBadKey = errors.New("invalid API key")
 
-// Authenticate returns the active key of token. A key is looked up in the catalog at
-// most once a second per process, so a revocation or expiry made by any replica is
-// honoured everywhere within a second.
+// Authenticate returns the active key of token. A cached key is used while the
+// catalog's control-plane generation, read at most once a second, stands still
+// (cache.go), so a revocation made by any replica is honoured everywhere within a
+// second; expiry is checked on every call.
 func (s *Service) Authenticate(ctx context.Context, token string) (catalog.APIKey, error) {
 	if !strings.HasPrefix(token, tokenPrefix) || len(token) > 256 {
 		return catalog.APIKey{}, ErrBadKey
 	}
 	hash := HashToken(token)
-	now := s.now()
-	k, ok := s.auth.get(string(hash), now)
-	if !ok {
-		var err error
-		k, err = s.cat.APIKeyByHash(ctx, hash)
+	k, err := cached(ctx, s, s.auth, string(hash), func() (catalog.APIKey, error) {
+		k, err := s.cat.APIKeyByHash(ctx, hash)
 		if errors.Is(err, catalog.ErrNotFound) {
-			return catalog.APIKey{}, ErrBadKey
+			return k, ErrBadKey
 		}
 		if err != nil {
-			return catalog.APIKey{}, fmt.Errorf("look up API key: %w", err)
+			return k, fmt.Errorf("look up API key: %w", err)
 		}
-		s.auth.put(string(hash), k, now)
+		return k, nil
+	})
+	if err != nil {
+		return catalog.APIKey{}, err
 	}
+	now := s.now()
 	if k.State(now) != catalog.KeyActive {
 		return catalog.APIKey{}, ErrBadKey
 	}

@@ -177,16 +177,13 @@ func (s *Service) ListSigningKeys(ctx context.Context, projectID string) ([]cata
 // honours one made on another replica within a second (as API keys are). It does not
 // check that the project exists: the caller's API key already names it.
 func (s *Service) IngestSigningKeys(ctx context.Context, projectID string) ([]catalog.SigningKey, error) {
-	now := s.now()
-	if ks, ok := s.signing.get(projectID, now); ok {
+	return cached(ctx, s, s.signing, projectID, func() ([]catalog.SigningKey, error) {
+		ks, err := s.cat.ListSigningKeys(ctx, projectID)
+		if err != nil {
+			return nil, fmt.Errorf("list signing keys: %w", err)
+		}
 		return ks, nil
-	}
-	ks, err := s.cat.ListSigningKeys(ctx, projectID)
-	if err != nil {
-		return nil, fmt.Errorf("list signing keys: %w", err)
-	}
-	s.signing.put(projectID, ks, now)
-	return ks, nil
+	})
 }
 
 // MaxRetentionDays bounds a retention period (100 years).
@@ -246,18 +243,15 @@ func (s *Service) SetIngestRateLimit(ctx context.Context, actor Actor, projectID
 	return p, err
 }
 
-// IngestRateLimit returns the project's ingest rate limit override (0: none). It is
-// read from the catalog at most once a second per process, so an override set through
-// any replica applies everywhere within a second.
+// IngestRateLimit returns the project's ingest rate limit override (0: none), cached
+// like API keys (cache.go), so an override set through any replica applies everywhere
+// within a second.
 func (s *Service) IngestRateLimit(ctx context.Context, projectID string) (int, error) {
-	now := s.now()
-	if n, ok := s.limits.get(projectID, now); ok {
-		return n, nil
-	}
-	p, err := s.cat.Project(ctx, projectID)
-	if err != nil {
-		return 0, mapCatalog(err, "project "+projectID)
-	}
-	s.limits.put(projectID, p.IngestRateLimit, now)
-	return p.IngestRateLimit, nil
+	return cached(ctx, s, s.limits, projectID, func() (int, error) {
+		p, err := s.cat.Project(ctx, projectID)
+		if err != nil {
+			return 0, mapCatalog(err, "project "+projectID)
+		}
+		return p.IngestRateLimit, nil
+	})
 }

@@ -147,27 +147,21 @@ func (s *Service) Unsuspend(ctx context.Context, actor Actor, projectID string) 
 }
 
 // SuspensionReason returns the reason of the project's billing suspension, "" while
-// the project is not suspended. It reads the catalog at most once a second per process
-// and project, so a suspension set through any replica applies everywhere within a
-// second.
+// the project is not suspended. It is cached like API keys (cache.go), so a
+// suspension set through any replica applies everywhere within a second.
 func (s *Service) SuspensionReason(ctx context.Context, projectID string) (string, error) {
-	now := s.now()
-	if reason, ok := s.suspended.get(projectID, now); ok {
-		return reason, nil
-	}
 	rc, err := s.retentionCatalog()
 	if err != nil {
 		return "", nil // a catalog without suspensions suspends nothing
 	}
-	reason := ""
-	sp, err := rc.Suspension(ctx, projectID)
-	switch {
-	case errors.Is(err, catalog.ErrNotFound):
-	case err != nil:
-		return "", mapCatalog(err, "suspension")
-	default:
-		reason = sp.Reason
-	}
-	s.suspended.put(projectID, reason, now)
-	return reason, nil
+	return cached(ctx, s, s.suspended, projectID, func() (string, error) {
+		sp, err := rc.Suspension(ctx, projectID)
+		switch {
+		case errors.Is(err, catalog.ErrNotFound):
+			return "", nil
+		case err != nil:
+			return "", mapCatalog(err, "suspension")
+		}
+		return sp.Reason, nil
+	})
 }

@@ -58,6 +58,7 @@ func Run(t *testing.T, open Open) {
 		{"TreeHeads", testTreeHeads},
 		{"Anchor", testAnchor},
 		{"PublicRead", testPublicRead},
+		{"ControlGeneration", testControlGeneration},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,17 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+)
+
+// ControlGeneration returns the control-plane generation: a number that rises with
+// every change to projects, API keys, signing keys and suspensions (triggers of
+// migration 0014), so that a cache of those rows is current while it is unchanged.
+func (db *DB) ControlGeneration(ctx context.Context) (int64, error) {
+	var n int64
+	if err := db.queryRow(ctx, `SELECT n FROM control_generation WHERE id = 1`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("sqlite: control generation: %w", mapErr(err))
+	}
+	return n, nil
+}
