@@ -19,7 +19,7 @@ func TestConfigServerLimits(t *testing.T) {
 	}
 	srv := httpServer(c, nil, newLogger(new(strings.Builder), "info"))
 	if srv.ReadHeaderTimeout != 10*time.Second || srv.ReadTimeout != time.Minute || srv.WriteTimeout != time.Minute ||
-		srv.IdleTimeout != 2*time.Minute || srv.MaxHeaderBytes != 16<<10 {
+		srv.IdleTimeout != 2*time.Minute || srv.MaxHeaderBytes != 64<<10 {
 		t.Fatalf("default server limits: header %s, read %s, write %s, idle %s, headers %d bytes",
 			srv.ReadHeaderTimeout, srv.ReadTimeout, srv.WriteTimeout, srv.IdleTimeout, srv.MaxHeaderBytes)
 	}

@@ -214,15 +214,16 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 
 // httpServer is the service's HTTP server with cfg's limits: a client that trickles
 // its headers or body is cut off at the read timeouts (408 for a late body), one that
-// stops reading at the write timeout, and oversize headers are refused with 431.
+// stops reading at the write timeout, and oversize headers are refused with a JSON
+// 431 (httpapi.LimitHeaders; net/http's plain-text 431 only past 4 times the limit).
 func httpServer(cfg Config, h http.Handler, logger *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler:           h,
+		Handler:           httpapi.LimitHeaders(h, cfg.MaxHeaderBytes),
 		ReadHeaderTimeout: ms(cfg.ReadHeaderTimeoutMS),
 		ReadTimeout:       ms(cfg.ReadTimeoutMS),
 		WriteTimeout:      ms(cfg.WriteTimeoutMS),
 		IdleTimeout:       ms(cfg.IdleTimeoutMS),
-		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		MaxHeaderBytes:    httpapi.HeaderReadFactor * cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 }
