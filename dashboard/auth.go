@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -42,6 +43,26 @@ func hashSecret(secret string) []byte {
 	return h[:]
 }
 
+// operatorCookie marks the cookie value of an operator session. Such a session is
+// stored under an HMAC of its secret keyed by the operator token that signed it in,
+// so rotating the operator token ends every operator session at once: no row matches
+// a cookie under the new token (docs/dashboard.md).
+const operatorCookie = "o."
+
+// cookieHash is the stored hash of a session cookie's value, or nil for an operator
+// cookie while operator sign-in is off.
+func (s *Server) cookieHash(value string) []byte {
+	if !strings.HasPrefix(value, operatorCookie) {
+		return hashSecret(value)
+	}
+	if s.cfg.OperatorToken == "" {
+		return nil
+	}
+	m := hmac.New(sha256.New, []byte(s.cfg.OperatorToken))
+	m.Write([]byte(value))
+	return m.Sum(nil)
+}
+
 // cookieName is the session cookie's name: __Host- (Secure, Path=/, no Domain,
 // enforced by browsers) when served over TLS.
 func (s *Server) cookieName() string {
@@ -57,8 +78,12 @@ func (s *Server) session(r *http.Request) (catalog.Session, bool, error) {
 	if err != nil || c.Value == "" || len(c.Value) > 128 {
 		return catalog.Session{}, false, nil
 	}
-	sess, err := s.cfg.Store.Session(r.Context(), hashSecret(c.Value), s.cfg.Now())
-	if errors.Is(err, catalog.ErrNotFound) {
+	hash := s.cookieHash(c.Value)
+	if hash == nil {
+		return catalog.Session{}, false, nil
+	}
+	sess, err := s.cfg.Store.Session(r.Context(), hash, s.cfg.Now())
+	if errors.Is(err, catalog.ErrNotFound) || (err == nil && (sess.Kind == catalog.SessionOperator) != strings.HasPrefix(c.Value, operatorCookie)) {
 		return catalog.Session{}, false, nil
 	}
 	if err != nil {
@@ -71,13 +96,19 @@ func (s *Server) session(r *http.Request) (catalog.Session, bool, error) {
 // session fixation: a signed-in session's secret is never one the browser had before).
 func (s *Server) startSession(w http.ResponseWriter, r *http.Request, kind, email string) error {
 	if c, err := r.Cookie(s.cookieName()); err == nil && c.Value != "" && len(c.Value) <= 128 {
-		if err := s.cfg.Store.DeleteSession(r.Context(), hashSecret(c.Value)); err != nil {
-			return err
+		if hash := s.cookieHash(c.Value); hash != nil {
+			if err := s.cfg.Store.DeleteSession(r.Context(), hash); err != nil {
+				return err
+			}
 		}
 	}
 	secret, hash, err := newSecret()
 	if err != nil {
 		return err
+	}
+	if kind == catalog.SessionOperator {
+		secret = operatorCookie + secret
+		hash = s.cookieHash(secret)
 	}
 	now := s.cfg.Now()
 	if err := s.cfg.Store.CreateSession(r.Context(), catalog.Session{Hash: hash, Kind: kind, Email: email,
@@ -222,9 +253,11 @@ func (s *Server) signInOperator(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) signOut(w http.ResponseWriter, r *http.Request) {
 	if c, err := r.Cookie(s.cookieName()); err == nil && c.Value != "" && len(c.Value) <= 128 {
-		if err := s.cfg.Store.DeleteSession(r.Context(), hashSecret(c.Value)); err != nil {
-			s.internal(w, r, "sign out", err)
-			return
+		if hash := s.cookieHash(c.Value); hash != nil {
+			if err := s.cfg.Store.DeleteSession(r.Context(), hash); err != nil {
+				s.internal(w, r, "sign out", err)
+				return
+			}
 		}
 	}
 	s.clearCookie(w)

@@ -42,6 +42,7 @@ type site struct {
 	t        *testing.T
 	url      string
 	ctl      *control.Service
+	api      *httpapi.Server
 	cat      dashCatalog
 	mail     *testenv.Mailpit
 	key      ed25519.PrivateKey
@@ -133,7 +134,7 @@ func newSite(t *testing.T, kind string) *site {
 	mux.Handle(dashboard.Prefix, dash.Handler())
 	mux.Handle("/", api.Handler())
 
-	s := &site{t: t, url: srv.URL, ctl: ctl, cat: cat, mail: mp, key: key, clock: clk}
+	s := &site{t: t, url: srv.URL, ctl: ctl, cat: cat, mail: mp, key: key, clock: clk, api: api}
 	a, err := ctl.CreateProject(ctx, operator, "Project A")
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -371,5 +372,45 @@ func TestLinkLimit(t *testing.T) {
 	s.clock.advance(15 * time.Minute)
 	if code, body := c.post("/dashboard/signin/email", url.Values{"email": {"alice@example.com"}}); code != http.StatusOK {
 		t.Fatalf("after the window: %d %s", code, body)
+	}
+}
+
+// TestOperatorSessionEndsWithToken: an operator session is bound to the operator token
+// that signed it in: a dashboard running with a rotated token (a restart with a new
+// token file) does not know it, and member sessions are untouched.
+func TestOperatorSessionEndsWithToken(t *testing.T) {
+	s := newSite(t, "sqlite")
+	op := s.client()
+	if code, body := op.post("/dashboard/signin/operator", url.Values{"token": {operatorToken}}); code != http.StatusSeeOther {
+		t.Fatalf("operator sign-in: %d %s", code, body)
+	}
+	if who := op.who(); who != "operator" {
+		t.Fatalf("signed in as %q, want operator", who)
+	}
+	member := s.client()
+	member.signIn("alice@example.com")
+
+	rotated, err := dashboard.New(dashboard.Config{Control: s.ctl, Store: s.cat, API: s.api, OperatorToken: "sto_rotated_operator_token",
+		PublicURL: s.url, Now: s.clock.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(cookie string) string {
+		req := httptest.NewRequest(http.MethodGet, s.url+"/dashboard/", nil)
+		req.Header.Set("Sec-Fetch-Site", "same-origin")
+		req.AddCookie(&http.Cookie{Name: "sealtrail_session", Value: cookie})
+		rec := httptest.NewRecorder()
+		rotated.Handler().ServeHTTP(rec, req)
+		return rec.Body.String()
+	}
+	if body := get(op.cookie()); strings.Contains(body, `id="who">operator<`) || !strings.Contains(body, "signin/operator") {
+		t.Fatalf("an operator session of the old token is still signed in after the rotation:\n%.400s", body)
+	}
+	if body := get(member.cookie()); !strings.Contains(body, `id="who">alice@example.com<`) {
+		t.Fatalf("a member session ended with the operator token:\n%.400s", body)
+	}
+	// The old token's server still knows its own session.
+	if who := op.who(); who != "operator" {
+		t.Fatalf("after the rotation elsewhere, the original server sees %q", who)
 	}
 }
