@@ -280,6 +280,11 @@ func (s *Server) apiKey(scope string, next http.Handler) http.Handler {
 	})
 }
 
+// OperatorOnly is the operator-token check of /admin/v1 for a handler served beside
+// the API (sealtraild's pprof): a failure counts against the client address's
+// failed-authentication budget, shared with the API's own routes.
+func (s *Server) OperatorOnly(next http.Handler) http.Handler { return s.operator(next) }
+
 // operator authenticates the operator token.
 func (s *Server) operator(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

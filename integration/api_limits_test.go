@@ -143,3 +143,21 @@ func TestAPIRateLimits(t *testing.T) {
 		})
 	})
 }
+
+// TestPprofAuthFailuresCount: with pprof on, a wrong operator token at /debug/pprof/
+// counts against the address's failed-authentication budget, which the API shares.
+func TestPprofAuthFailuresCount(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, serveOpts{env: []string{"SEALTRAIL_OPS_PPROF=true", "SEALTRAIL_AUTH_FAILURE_LIMIT=2"}})
+	if r := call(t, http.MethodGet, s.base+"/debug/pprof/cmdline", s.token, nil); r.status != http.StatusOK {
+		t.Fatalf("pprof with the operator token: %d %.200s", r.status, r.raw)
+	}
+	for i := range 2 {
+		r := call(t, http.MethodGet, s.base+"/debug/pprof/", "sto_guess"+strconv.Itoa(i), nil)
+		wantError(t, "pprof with a wrong operator token", r, http.StatusUnauthorized, "Invalid operator token")
+	}
+	r := s.api(http.MethodGet, "/root", "stk_guess", nil)
+	wantError(t, "an API key after two wrong pprof tokens", r, http.StatusTooManyRequests, "")
+	r = call(t, http.MethodGet, s.base+"/debug/pprof/cmdline", s.token, nil)
+	wantError(t, "pprof from a blocked address", r, http.StatusTooManyRequests, "")
+}

@@ -182,7 +182,7 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	if err != nil {
 		return err
 	}
-	srv := httpServer(cfg, o.handler(handler), logger)
+	srv := httpServer(cfg, o.handler(handler, api.OperatorOnly), logger)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("sealtraild serving", "addr", base, "catalog", redact(cfg.Catalog), "store", cfg.Store, "origin", cfg.Origin)

@@ -3,12 +3,10 @@ package main
 import (
 	"context"
 	"crypto/ed25519"
-	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/pprof"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
@@ -63,15 +61,17 @@ func newTracerProvider(export sdktrace.TracerProviderOption, ratio float64) *sdk
 // handler wraps the API's handler with the routes of operations: the public key
 // history, pprof behind the operator token, and the HTTP server span of each request
 // when tracing is on.
-func (o *ops) handler(api http.Handler) http.Handler {
+// operatorOnly is the API's operator-token check (httpapi.Server.OperatorOnly), so
+// that failures there count against the same per-address budget.
+func (o *ops) handler(api http.Handler, operatorOnly func(http.Handler) http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/api/v1/key-history", servicekey.Handler(o.history))
 	if o.pprof && o.operator != "" {
-		mux.Handle("/debug/pprof/", o.operatorOnly(http.HandlerFunc(pprof.Index)))
-		mux.Handle("/debug/pprof/cmdline", o.operatorOnly(http.HandlerFunc(pprof.Cmdline)))
-		mux.Handle("/debug/pprof/profile", o.operatorOnly(http.HandlerFunc(pprof.Profile)))
-		mux.Handle("/debug/pprof/symbol", o.operatorOnly(http.HandlerFunc(pprof.Symbol)))
-		mux.Handle("/debug/pprof/trace", o.operatorOnly(http.HandlerFunc(pprof.Trace)))
+		mux.Handle("/debug/pprof/", operatorOnly(http.HandlerFunc(pprof.Index)))
+		mux.Handle("/debug/pprof/cmdline", operatorOnly(http.HandlerFunc(pprof.Cmdline)))
+		mux.Handle("/debug/pprof/profile", operatorOnly(http.HandlerFunc(pprof.Profile)))
+		mux.Handle("/debug/pprof/symbol", operatorOnly(http.HandlerFunc(pprof.Symbol)))
+		mux.Handle("/debug/pprof/trace", operatorOnly(http.HandlerFunc(pprof.Trace)))
 	}
 	mux.Handle("/", api)
 	if o.tracer == nil {
@@ -80,20 +80,6 @@ func (o *ops) handler(api http.Handler) http.Handler {
 	return otelhttp.NewHandler(mux, "sealtraild", otelhttp.WithTracerProvider(o.tracer),
 		otelhttp.WithPropagators(propagation.TraceContext{}), // a caller's traceparent
 		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method + " " + r.URL.Path }))
-}
-
-// operatorOnly refuses a request without the operator token (401, JSON body).
-func (o *ops) operatorOnly(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(o.operator)) != 1 {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write([]byte(`{"error":"Invalid operator token"}`))
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // close flushes and stops tracing.

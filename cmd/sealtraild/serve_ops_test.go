@@ -21,7 +21,19 @@ func TestOpsHandler(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	o := &ops{history: &tlog.KeyHistory{}, pprof: true, operator: "sto_secret-token-123",
 		tracer: newTracerProvider(sdktrace.WithSpanProcessor(rec), 1)}
-	h := o.handler(api)
+	// The operator check is httpapi's (TestPprofAuthFailuresCount runs it in the
+	// binary); this one stands in for it.
+	operatorOnly := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer "+o.operator {
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = w.Write([]byte(`{"error":"Invalid operator token"}`))
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+	h := o.handler(api, operatorOnly)
 	get := func(path, token string, hdr ...string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(http.MethodGet, path, nil)
 		if token != "" {
@@ -52,7 +64,7 @@ func TestOpsHandler(t *testing.T) {
 	const parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	rec.Reset()
 	o.tracer = newTracerProvider(sdktrace.WithSpanProcessor(rec), 1)
-	h = o.handler(api)
+	h = o.handler(api, operatorOnly)
 	get("/api/v1/root", "", "traceparent", parent)
 	spans := rec.Ended()
 	if len(spans) != 1 || spans[0].Name() != "GET /api/v1/root" {
@@ -64,7 +76,7 @@ func TestOpsHandler(t *testing.T) {
 
 	// Off: no pprof route.
 	o = &ops{history: &tlog.KeyHistory{}, operator: "sto_secret-token-123"}
-	h = o.handler(api)
+	h = o.handler(api, operatorOnly)
 	if w := get("/debug/pprof/", o.operator); w.Code != http.StatusTeapot {
 		t.Fatalf("pprof off: %d, want the API's answer", w.Code)
 	}
