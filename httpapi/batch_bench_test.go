@@ -23,7 +23,7 @@ import (
 // handler's own cost, without the sequencer's.
 type sealingSequencer struct {
 	scriptedSequencer // project_audit records
-	ids []string
+	ids               []string
 }
 
 func (s sealingSequencer) SubmitMany(_ context.Context, _ catalog.LogID, es []sequencer.Entry) ([]sequencer.Result, []error) {
