@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -144,11 +145,7 @@ func skipCanonValue(canon []byte, i int) int {
 	for ; i < len(canon); i++ {
 		switch canon[i] {
 		case '"':
-			for i++; i < len(canon) && canon[i] != '"'; i++ {
-				if canon[i] == '\\' {
-					i++
-				}
-			}
+			i = stringEnd(canon, i)
 		case '{', '[':
 			depth++
 		case '}', ']':
@@ -163,6 +160,27 @@ func skipCanonValue(canon []byte, i int) int {
 		}
 	}
 	return i
+}
+
+// stringEnd returns the index of the quote that closes the JSON string opening at
+// canon[open], or len(canon). It jumps from quote to quote: a quote is the closing
+// one when an even number of backslashes precede it.
+func stringEnd(canon []byte, open int) int {
+	for i := open + 1; ; {
+		j := bytes.IndexByte(canon[i:], '"')
+		if j < 0 {
+			return len(canon)
+		}
+		end := i + j
+		k := end
+		for k > open+1 && canon[k-1] == '\\' {
+			k--
+		}
+		if (end-k)%2 == 0 {
+			return end
+		}
+		i = end + 1
+	}
 }
 
 // canonString decodes a canonical JSON string literal.

@@ -44,6 +44,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 	if !ok {
 		return nil, false
 	}
+	if tlog.IsCanonicalLimited(body, ingestLimits) {
+		return body, true // the clients send canonical text: no copy to make
+	}
 	canon, err := tlog.CanonicalizeLimited(body, ingestLimits)
 	if err != nil {
 		s.metrics.errors.WithLabelValues("bad_request").Inc()
