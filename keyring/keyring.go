@@ -198,16 +198,24 @@ func (k *Keyring) SealerAt(ctx context.Context, log catalog.LogID, at time.Time)
 
 // Seal encrypts plaintext with a fresh nonce; ad is authenticated, not encrypted.
 func (s *Sealer) Seal(plaintext, ad []byte) ([]byte, error) {
+	return s.SealPrefixed(nil, plaintext, ad)
+}
+
+// SealPrefixed is Seal of prefix followed by plaintext, without a buffer for the
+// two together: they are copied where the ciphertext goes and encrypted in place.
+func (s *Sealer) SealPrefixed(prefix, plaintext, ad []byte) ([]byte, error) {
 	n := len(s.hdr) + nonceSize
-	out := make([]byte, n, n+len(plaintext)+s.aead.Overhead())
+	m := len(prefix) + len(plaintext)
+	out := make([]byte, n+m, n+m+s.aead.Overhead())
 	copy(out, s.hdr)
 	nonce := out[len(s.hdr):n]
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, fmt.Errorf("keyring: nonce: %w", err)
 	}
+	copy(out[n+copy(out[n:], prefix):], plaintext)
 	aad := make([]byte, 0, n+len(ad))
-	aad = append(append(aad, out...), ad...)
-	return s.aead.Seal(out, nonce, plaintext, aad), nil
+	aad = append(append(aad, out[:n]...), ad...)
+	return s.aead.Seal(out[:n], nonce, out[n:], aad), nil
 }
 
 // Seal encrypts plaintext under the data key of the epoch of receive time at (see

@@ -462,6 +462,14 @@ func TestSealer(t *testing.T) {
 			t.Fatalf("ciphertext %d opened under another event's data: %v", i, err)
 		}
 	}
+	// SealPrefixed seals the concatenation, as Seal of it would.
+	ct, err := s.SealPrefixed(msg[:7], msg[7:], []byte("ad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pt, err := kr.Decrypt(ctx, logA, ct, []byte("ad")); err != nil || !bytes.Equal(pt, msg) {
+		t.Fatalf("Decrypt of SealPrefixed = %q, %v", pt, err)
+	}
 	// The salt is fresh per Sealer.
 	s2, err := kr.NewSealer(ctx, logA, "2026-11")
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -332,6 +333,10 @@ func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *poo
 		return nil, err
 	}
 	first := cp.Size + 1
+	ids, err := eventIDs(p, newAt, ts)
+	if err != nil {
+		return nil, err
+	}
 	events := make([]catalog.Event, len(newAt))
 	bundle := tiles.PayloadBundle{First: first, Records: make([]tiles.PayloadRecord, len(newAt))}
 	// Leaves and ciphertexts are independent of one another: a large batch builds
@@ -341,7 +346,7 @@ func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *poo
 	var wg sync.WaitGroup
 	for w := range workers {
 		lo, hi := w*len(newAt)/workers, (w+1)*len(newAt)/workers
-		wg.Go(func() { errs[w] = ls.buildEntries(ctx, p, newAt, lo, hi, first, ts, events, bundle.Records) })
+		wg.Go(func() { errs[w] = ls.buildEntries(ctx, p, newAt, ids, lo, hi, first, ts, events, bundle.Records) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -384,32 +389,56 @@ const (
 	minPerBuildWorker = 128
 )
 
-// buildEntries builds the entries newAt[lo:hi] of p as sequences first+lo...: their
-// leaves, ciphertexts (under a Sealer of its own when the keyring has them), index
-// rows and results, into events, records and p.results at the same positions.
-func (ls *logSequencer) buildEntries(ctx context.Context, p *pool, newAt []int, lo, hi int, first uint64, ts time.Time,
+// eventIDs returns the id of each entry newAt[k] of p: the client's, or one minted
+// for ts. The minted ones ascend with the sequence: a batch's ids share their time
+// prefix, and in random order they would land all over the batch's range of the
+// catalog's id index instead of being appended at its right edge.
+func eventIDs(p *pool, newAt []int, ts time.Time) ([]string, error) {
+	ids := make([]string, len(newAt))
+	var minted []string
+	for k, i := range newAt {
+		if ids[k] = p.entries[i].ID; ids[k] == "" {
+			id, err := tlog.NewEventID(ts)
+			if err != nil {
+				return nil, err
+			}
+			minted = append(minted, id)
+		}
+	}
+	slices.Sort(minted)
+	for k := range ids {
+		if ids[k] == "" {
+			ids[k], minted = minted[0], minted[1:]
+		}
+	}
+	return ids, nil
+}
+
+// buildEntries builds the entries newAt[lo:hi] of p as sequences first+lo... with the
+// ids ids[lo:hi]: their leaves, ciphertexts (under a Sealer of its own when the
+// keyring has them), index rows and results, into events, records and p.results at
+// the same positions.
+func (ls *logSequencer) buildEntries(ctx context.Context, p *pool, newAt []int, ids []string, lo, hi int, first uint64, ts time.Time,
 	events []catalog.Event, records []tiles.PayloadRecord) error {
 	cfg := &ls.s.cfg
-	seal := func(plain, aad []byte) ([]byte, error) { return cfg.Keyring.Seal(ctx, ls.log, ts, plain, aad) }
+	seal := func(nonce, payload, aad []byte) ([]byte, error) {
+		plain := append(append(make([]byte, 0, len(nonce)+len(payload)), nonce...), payload...)
+		return cfg.Keyring.Seal(ctx, ls.log, ts, plain, aad)
+	}
 	if bk, ok := cfg.Keyring.(batchKeyring); ok {
 		sealer, err := bk.SealerAt(ctx, ls.log, ts)
 		if err != nil {
 			return fmt.Errorf("encrypt payloads: %w", err)
 		}
-		seal = sealer.Seal
+		seal = sealer.SealPrefixed
 	}
 	stamp := tlog.FormatTime(ts)
 	for k := lo; k < hi; k++ {
 		i := newAt[k]
 		e := &p.entries[i]
 		seq := first + uint64(k)
-		id := e.ID
+		id := ids[k]
 		var err error
-		if id == "" {
-			if id, err = tlog.NewEventID(ts); err != nil {
-				return err
-			}
-		}
 		var nonce tlog.Nonce
 		if e.Nonce != nil {
 			nonce = *e.Nonce
@@ -424,8 +453,7 @@ func (ls *logSequencer) buildEntries(ctx context.Context, p *pool, newAt []int, 
 		}
 		data := leaf.Encode()
 		lh := tlog.LeafHash(data)
-		plain := append(append(make([]byte, 0, tlog.NonceSize+len(e.Payload)), nonce[:]...), e.Payload...)
-		ct, err := seal(plain, payloadAAD(ls.log, seq, id))
+		ct, err := seal(nonce[:], e.Payload, payloadAAD(ls.log, seq, id))
 		if err != nil {
 			return fmt.Errorf("encrypt payload: %w", err)
 		}
