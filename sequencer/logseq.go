@@ -116,27 +116,47 @@ func (ls *logSequencer) signal() {
 func (ls *logSequencer) enqueue(ctx context.Context, e Entry) (waiter, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	if err := ls.admitting(); err != nil {
+		return waiter{}, err
+	}
+	w, err := ls.add(ctx, e, 1)
+	if err == nil {
+		ls.signal()
+	}
+	return w, err
+}
+
+// admitting returns why ls takes no more entries, or nil. Called under mu.
+func (ls *logSequencer) admitting() error {
 	switch {
 	case ls.retired:
-		return waiter{}, errRetired
+		return errRetired
 	case ls.stopped != nil:
-		return waiter{}, ls.stopped
+		return ls.stopped
 	case ls.draining:
-		return waiter{}, ErrClosed
-	case ls.npending >= ls.s.cfg.MaxPending:
+		return ErrClosed
+	}
+	return nil
+}
+
+// add queues e in the last pending pool, or in a new one sized for up to more
+// entries, unless MaxPending are waiting. Called under mu; the caller signals.
+func (ls *logSequencer) add(ctx context.Context, e Entry, more int) (waiter, error) {
+	cfg := &ls.s.cfg
+	if ls.npending >= cfg.MaxPending {
 		return waiter{}, &BusyError{RetryAfter: time.Second}
 	}
 	var p *pool
-	if n := len(ls.pending); n > 0 && len(ls.pending[n-1].entries) < ls.s.cfg.MaxBatch {
+	if n := len(ls.pending); n > 0 && len(ls.pending[n-1].entries) < cfg.MaxBatch {
 		p = ls.pending[n-1]
 	} else {
-		p = newPool(ls.s.cfg.Now())
+		p = newPool(cfg.Now())
+		p.entries = make([]Entry, 0, min(more, cfg.MaxBatch))
 		ls.pending = append(ls.pending, p)
 	}
 	p.entries = append(p.entries, e)
 	p.link(ctx)
 	ls.npending++
-	ls.signal()
 	return waiter{p, len(p.entries) - 1}, nil
 }
 
