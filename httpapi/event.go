@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"unicode/utf16"
@@ -405,6 +406,12 @@ func (in *eventInput) payload() []byte {
 
 // setString sets a payload string member (server enrichment of unsigned events).
 func (in *eventInput) setString(member, value string) {
+	in.members[member] = enrichValue(value)
+}
+
+// enrichValue is the JCS form of a server-added payload string: invalid UTF-8
+// replaced, cut to maxAttribution UTF-16 code units.
+func enrichValue(value string) json.RawMessage {
 	if !utf8.ValidString(value) {
 		value = string([]rune(value)) // replaces invalid bytes with U+FFFD
 	}
@@ -418,5 +425,30 @@ func (in *eventInput) setString(member, value string) {
 			break
 		}
 	}
-	in.members[member] = tlog.AppendJCSString(nil, value)
+	return tlog.AppendJCSString(nil, value)
 }
+
+// enrichment holds the server-added payload members of a request's unsigned events,
+// in JCS form, computed at the first event that needs them: a batch's events share
+// them.
+type enrichment struct {
+	r       *http.Request
+	ip, ua  json.RawMessage // nil: none
+	fetched bool
+}
+
+func (en *enrichment) values(s *Server) (ip, ua json.RawMessage) {
+	if !en.fetched {
+		en.fetched = true
+		if v := s.clientIP(en.r); v != "" {
+			en.ip = enrichValue(v)
+		}
+		if v := en.r.UserAgent(); v != "" {
+			en.ua = enrichValue(v)
+		}
+	}
+	return en.ip, en.ua
+}
+
+// successJSON is the status of an unsigned event that gives none.
+var successJSON = json.RawMessage(`"success"`)
