@@ -73,6 +73,11 @@ func utf16Len(s string) int {
 // returns it: no whitespace, valid) into its members, keys decoded and values as their
 // canonical text. It returns false when canon is not an object.
 func canonMembers(canon []byte) (map[string]json.RawMessage, bool) {
+	return canonMembersRoom(canon, 0)
+}
+
+// canonMembersRoom is canonMembers with room in the map for extra more members.
+func canonMembersRoom(canon []byte, extra int) (map[string]json.RawMessage, bool) {
 	if len(canon) < 2 || canon[0] != '{' {
 		return nil, false
 	}
@@ -107,7 +112,7 @@ func canonMembers(canon []byte) (map[string]json.RawMessage, bool) {
 		}
 		i = vEnd + 1
 	}
-	m := make(map[string]json.RawMessage, len(members))
+	m := make(map[string]json.RawMessage, len(members)+extra)
 	for _, e := range members {
 		m[e.k] = e.v
 	}
@@ -203,11 +208,13 @@ func canonString(v []byte) (string, bool) {
 // parseEvent validates an ingest body that is already in RFC 8785 form. It returns the
 // field errors, one per field, when the body does not match the schema.
 func parseEvent(canonical []byte) (*eventInput, []FieldError) {
-	raw, ok := canonMembers(canonical)
+	// raw becomes the payload members once the others are out: room for the
+	// server's enrichment (prepareWith).
+	raw, ok := canonMembersRoom(canonical, 3)
 	if !ok {
 		return nil, []FieldError{{Field: "", Message: "body must be a JSON object"}}
 	}
-	in := &eventInput{members: make(map[string]json.RawMessage, len(raw)+3)}
+	in := &eventInput{}
 	var errs []FieldError
 	bad := func(field, format string, args ...any) {
 		// One entry per field: a member already reported (say, a null required
@@ -359,11 +366,12 @@ func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 	if sig, ok := str("signature", 128, false); ok {
 		in.signature = sig
 	}
-	for k, v := range raw {
-		if tlog.IsPayloadMember(k) {
-			in.members[k] = v
-		}
+	// Every member left in raw is a payload or a transport member (the loop above
+	// removed the others).
+	for _, k := range transport {
+		delete(raw, k)
 	}
+	in.members = raw
 	if len(errs) > 0 {
 		slices.SortFunc(errs, func(a, b FieldError) int {
 			if a.Field < b.Field {
