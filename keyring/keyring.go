@@ -32,6 +32,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
@@ -204,9 +205,21 @@ func (s *Sealer) Seal(plaintext, ad []byte) ([]byte, error) {
 // SealPrefixed is Seal of prefix followed by plaintext, without a buffer for the
 // two together: they are copied where the ciphertext goes and encrypted in place.
 func (s *Sealer) SealPrefixed(prefix, plaintext, ad []byte) ([]byte, error) {
+	return s.SealPrefixedTo(make([]byte, 0, s.SealedLen(len(prefix)+len(plaintext))), prefix, plaintext, ad)
+}
+
+// SealedLen is the length of the ciphertext of n bytes of plaintext.
+func (s *Sealer) SealedLen(n int) int {
+	return len(s.hdr) + nonceSize + n + s.aead.Overhead()
+}
+
+// SealPrefixedTo is SealPrefixed appending the ciphertext to dst: with room for it
+// (SealedLen) in dst, it is written there and nothing is allocated for it.
+func (s *Sealer) SealPrefixedTo(dst, prefix, plaintext, ad []byte) ([]byte, error) {
 	n := len(s.hdr) + nonceSize
 	m := len(prefix) + len(plaintext)
-	out := make([]byte, n+m, n+m+s.aead.Overhead())
+	grown := slices.Grow(dst, s.SealedLen(m))
+	out := grown[len(dst) : len(dst)+n+m]
 	copy(out, s.hdr)
 	nonce := out[len(s.hdr):n]
 	if _, err := rand.Read(nonce); err != nil {
@@ -215,7 +228,8 @@ func (s *Sealer) SealPrefixed(prefix, plaintext, ad []byte) ([]byte, error) {
 	copy(out[n+copy(out[n:], prefix):], plaintext)
 	aad := make([]byte, 0, n+len(ad))
 	aad = append(append(aad, out[:n]...), ad...)
-	return s.aead.Seal(out[:n], nonce, out[n:], aad), nil
+	sealed := s.aead.Seal(out[:n], nonce, out[n:], aad)
+	return grown[:len(dst)+len(sealed)], nil
 }
 
 // Seal encrypts plaintext under the data key of the epoch of receive time at (see

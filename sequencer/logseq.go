@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -359,17 +358,17 @@ func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *poo
 	}
 	events := make([]catalog.Event, len(newAt))
 	bundle := tiles.PayloadBundle{First: first, Records: make([]tiles.PayloadRecord, len(newAt))}
+	nonces := make([]tlog.Nonce, len(newAt))
 	// Leaves and ciphertexts are independent of one another: a large batch builds
 	// them on several cores. Only the compact range, below, takes them in order.
-	workers := min(runtime.GOMAXPROCS(0), maxBuildWorkers, 1+len(newAt)/minPerBuildWorker)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := w*len(newAt)/workers, (w+1)*len(newAt)/workers
-		wg.Go(func() { errs[w] = ls.buildEntries(ctx, p, newAt, ids, lo, hi, first, ts, events, bundle.Records) })
+	err = inParallel(len(newAt), func(lo, hi int) error {
+		return ls.buildEntries(p, newAt, ids, lo, hi, first, ts, events, bundle.Records, nonces)
+	})
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	data, err := ls.encryptPayloads(ctx, p, newAt, ts, nonces, &bundle)
+	if err != nil {
 		return nil, err
 	}
 	for k := range events {
@@ -392,22 +391,11 @@ func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *poo
 	if err != nil {
 		return nil, fmt.Errorf("root: %w", err)
 	}
-	data, err := bundle.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
 	var root tlog.Hash
 	copy(root[:], rootRaw)
 	return &built{first: first, segment: data, bundle: &bundle,
 		batch: &catalog.SealBatch{BatchID: batchID, Events: events, Root: root, Range: toHashes(rng.Hashes())}}, nil
 }
-
-// Build parallelism: at most maxBuildWorkers goroutines, each with at least
-// minPerBuildWorker entries.
-const (
-	maxBuildWorkers   = 4
-	minPerBuildWorker = 128
-)
 
 // eventIDs returns the id of each entry newAt[k] of p: the client's, or one minted
 // for ts. The minted ones ascend with the sequence: a batch's ids share their time
@@ -435,23 +423,11 @@ func eventIDs(p *pool, newAt []int, ts time.Time) ([]string, error) {
 }
 
 // buildEntries builds the entries newAt[lo:hi] of p as sequences first+lo... with the
-// ids ids[lo:hi]: their leaves, ciphertexts (under a Sealer of its own when the
-// keyring has them), index rows and results, into events, records and p.results at
-// the same positions.
-func (ls *logSequencer) buildEntries(ctx context.Context, p *pool, newAt []int, ids []string, lo, hi int, first uint64, ts time.Time,
-	events []catalog.Event, records []tiles.PayloadRecord) error {
-	cfg := &ls.s.cfg
-	seal := func(nonce, payload, aad []byte) ([]byte, error) {
-		plain := append(append(make([]byte, 0, len(nonce)+len(payload)), nonce...), payload...)
-		return cfg.Keyring.Seal(ctx, ls.log, ts, plain, aad)
-	}
-	if bk, ok := cfg.Keyring.(batchKeyring); ok {
-		sealer, err := bk.SealerAt(ctx, ls.log, ts)
-		if err != nil {
-			return fmt.Errorf("encrypt payloads: %w", err)
-		}
-		seal = sealer.SealPrefixed
-	}
+// ids ids[lo:hi]: their nonces, leaves, index rows and results, into nonces, the
+// records' LeafData, events and p.results at the same positions (encryptPayloads
+// then adds the ciphertexts).
+func (ls *logSequencer) buildEntries(p *pool, newAt []int, ids []string, lo, hi int, first uint64, ts time.Time,
+	events []catalog.Event, records []tiles.PayloadRecord, nonces []tlog.Nonce) error {
 	stamp := tlog.FormatTime(ts)
 	for k := lo; k < hi; k++ {
 		i := newAt[k]
@@ -473,11 +449,7 @@ func (ls *logSequencer) buildEntries(ctx context.Context, p *pool, newAt []int, 
 		}
 		data := leaf.Encode()
 		lh := tlog.LeafHash(data)
-		ct, err := seal(nonce[:], e.Payload, payloadAAD(ls.log, seq, id))
-		if err != nil {
-			return fmt.Errorf("encrypt payload: %w", err)
-		}
-		records[k] = tiles.PayloadRecord{LeafData: data, Ciphertext: ct}
+		nonces[k], records[k].LeafData = nonce, data
 		events[k] = catalog.Event{Sequence: seq, ID: id, ReceivedAt: ts,
 			Action: e.Index.Action, Status: e.Index.Status, ActorType: e.Index.ActorType, ActorID: e.Index.ActorID,
 			TargetType: e.Index.TargetType, TargetID: e.Index.TargetID, PayloadHash: leaf.PayloadHash, LeafHash: lh}
