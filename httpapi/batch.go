@@ -73,6 +73,7 @@ func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, r, "signing keys", err)
 		return
 	}
+	en := &enrichment{r: r}
 	items := make([]batchItem, len(events))
 	var entries []sequencer.Entry
 	var at []int // index of each entry's event
@@ -87,7 +88,7 @@ func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) {
 			items[i].reject(http.StatusBadRequest, "Invalid event", errs)
 			continue
 		}
-		e, status, msg := s.prepareWith(r, keys, in)
+		e, status, msg := s.prepareWith(en, keys, in)
 		if status != 0 {
 			items[i].reject(status, msg, nil)
 			continue

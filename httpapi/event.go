@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"unicode/utf16"
@@ -71,6 +73,11 @@ func utf16Len(s string) int {
 // returns it: no whitespace, valid) into its members, keys decoded and values as their
 // canonical text. It returns false when canon is not an object.
 func canonMembers(canon []byte) (map[string]json.RawMessage, bool) {
+	return canonMembersRoom(canon, 0)
+}
+
+// canonMembersRoom is canonMembers with room in the map for extra more members.
+func canonMembersRoom(canon []byte, extra int) (map[string]json.RawMessage, bool) {
 	if len(canon) < 2 || canon[0] != '{' {
 		return nil, false
 	}
@@ -105,7 +112,7 @@ func canonMembers(canon []byte) (map[string]json.RawMessage, bool) {
 		}
 		i = vEnd + 1
 	}
-	m := make(map[string]json.RawMessage, len(members))
+	m := make(map[string]json.RawMessage, len(members)+extra)
 	for _, e := range members {
 		m[e.k] = e.v
 	}
@@ -144,11 +151,7 @@ func skipCanonValue(canon []byte, i int) int {
 	for ; i < len(canon); i++ {
 		switch canon[i] {
 		case '"':
-			for i++; i < len(canon) && canon[i] != '"'; i++ {
-				if canon[i] == '\\' {
-					i++
-				}
-			}
+			i = stringEnd(canon, i)
 		case '{', '[':
 			depth++
 		case '}', ']':
@@ -163,6 +166,27 @@ func skipCanonValue(canon []byte, i int) int {
 		}
 	}
 	return i
+}
+
+// stringEnd returns the index of the quote that closes the JSON string opening at
+// canon[open], or len(canon). It jumps from quote to quote: a quote is the closing
+// one when an even number of backslashes precede it.
+func stringEnd(canon []byte, open int) int {
+	for i := open + 1; ; {
+		j := bytes.IndexByte(canon[i:], '"')
+		if j < 0 {
+			return len(canon)
+		}
+		end := i + j
+		k := end
+		for k > open+1 && canon[k-1] == '\\' {
+			k--
+		}
+		if (end-k)%2 == 0 {
+			return end
+		}
+		i = end + 1
+	}
 }
 
 // canonString decodes a canonical JSON string literal.
@@ -184,11 +208,13 @@ func canonString(v []byte) (string, bool) {
 // parseEvent validates an ingest body that is already in RFC 8785 form. It returns the
 // field errors, one per field, when the body does not match the schema.
 func parseEvent(canonical []byte) (*eventInput, []FieldError) {
-	raw, ok := canonMembers(canonical)
+	// raw becomes the payload members once the others are out: room for the
+	// server's enrichment (prepareWith).
+	raw, ok := canonMembersRoom(canonical, 3)
 	if !ok {
 		return nil, []FieldError{{Field: "", Message: "body must be a JSON object"}}
 	}
-	in := &eventInput{members: make(map[string]json.RawMessage, len(raw)+3)}
+	in := &eventInput{}
 	var errs []FieldError
 	bad := func(field, format string, args ...any) {
 		// One entry per field: a member already reported (say, a null required
@@ -340,11 +366,12 @@ func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 	if sig, ok := str("signature", 128, false); ok {
 		in.signature = sig
 	}
-	for k, v := range raw {
-		if tlog.IsPayloadMember(k) {
-			in.members[k] = v
-		}
+	// Every member left in raw is a payload or a transport member (the loop above
+	// removed the others).
+	for _, k := range transport {
+		delete(raw, k)
 	}
+	in.members = raw
 	if len(errs) > 0 {
 		slices.SortFunc(errs, func(a, b FieldError) int {
 			if a.Field < b.Field {
@@ -387,6 +414,12 @@ func (in *eventInput) payload() []byte {
 
 // setString sets a payload string member (server enrichment of unsigned events).
 func (in *eventInput) setString(member, value string) {
+	in.members[member] = enrichValue(value)
+}
+
+// enrichValue is the JCS form of a server-added payload string: invalid UTF-8
+// replaced, cut to maxAttribution UTF-16 code units.
+func enrichValue(value string) json.RawMessage {
 	if !utf8.ValidString(value) {
 		value = string([]rune(value)) // replaces invalid bytes with U+FFFD
 	}
@@ -400,5 +433,30 @@ func (in *eventInput) setString(member, value string) {
 			break
 		}
 	}
-	in.members[member] = tlog.AppendJCSString(nil, value)
+	return tlog.AppendJCSString(nil, value)
 }
+
+// enrichment holds the server-added payload members of a request's unsigned events,
+// in JCS form, computed at the first event that needs them: a batch's events share
+// them.
+type enrichment struct {
+	r       *http.Request
+	ip, ua  json.RawMessage // nil: none
+	fetched bool
+}
+
+func (en *enrichment) values(s *Server) (ip, ua json.RawMessage) {
+	if !en.fetched {
+		en.fetched = true
+		if v := s.clientIP(en.r); v != "" {
+			en.ip = enrichValue(v)
+		}
+		if v := en.r.UserAgent(); v != "" {
+			en.ua = enrichValue(v)
+		}
+	}
+	return en.ip, en.ua
+}
+
+// successJSON is the status of an unsigned event that gives none.
+var successJSON = json.RawMessage(`"success"`)

@@ -44,6 +44,9 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request, limit int64) (
 	if !ok {
 		return nil, false
 	}
+	if tlog.IsCanonicalLimited(body, ingestLimits) {
+		return body, true // the clients send canonical text: no copy to make
+	}
 	canon, err := tlog.CanonicalizeLimited(body, ingestLimits)
 	if err != nil {
 		s.metrics.errors.WithLabelValues("bad_request").Inc()
@@ -132,11 +135,12 @@ func (s *Server) prepare(r *http.Request, projectID string, in *eventInput) (seq
 		s.cfg.Logger.ErrorContext(r.Context(), "signing keys failed", "err", err, "request_id", requestID(r))
 		return sequencer.Entry{}, http.StatusInternalServerError, "Internal error"
 	}
-	return s.prepareWith(r, keys, in)
+	return s.prepareWith(&enrichment{r: r}, keys, in)
 }
 
-// prepareWith is prepare with the project's signing keys already read.
-func (s *Server) prepareWith(r *http.Request, keys []catalog.SigningKey, in *eventInput) (sequencer.Entry, int, string) {
+// prepareWith is prepare with the project's signing keys already read, and the
+// request's enrichment.
+func (s *Server) prepareWith(en *enrichment, keys []catalog.SigningKey, in *eventInput) (sequencer.Entry, int, string) {
 	signed := in.signingKeyID != "" || in.signature != ""
 	if (in.signingKeyID == "") != (in.signature == "") {
 		return sequencer.Entry{}, http.StatusBadRequest, "signingKeyId and signature must be sent together"
@@ -162,18 +166,15 @@ func (s *Server) prepareWith(r *http.Request, keys []catalog.SigningKey, in *eve
 		// Server enrichment, for unsigned events only: the default status and the
 		// request's attribution, where the client did not give its own.
 		if in.status == "" {
-			in.setString("status", "success")
+			in.members["status"] = successJSON
 			e.Index.Status = "success"
 		}
-		if _, ok := in.members["ipAddress"]; !ok {
-			if ip := s.clientIP(r); ip != "" {
-				in.setString("ipAddress", ip)
-			}
+		ip, ua := en.values(s)
+		if _, ok := in.members["ipAddress"]; !ok && ip != nil {
+			in.members["ipAddress"] = ip
 		}
-		if _, ok := in.members["userAgent"]; !ok {
-			if ua := r.UserAgent(); ua != "" {
-				in.setString("userAgent", ua)
-			}
+		if _, ok := in.members["userAgent"]; !ok && ua != nil {
+			in.members["userAgent"] = ua
 		}
 		e.Payload = in.payload()
 		return e, 0, ""

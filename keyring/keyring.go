@@ -32,6 +32,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
@@ -198,16 +199,37 @@ func (k *Keyring) SealerAt(ctx context.Context, log catalog.LogID, at time.Time)
 
 // Seal encrypts plaintext with a fresh nonce; ad is authenticated, not encrypted.
 func (s *Sealer) Seal(plaintext, ad []byte) ([]byte, error) {
+	return s.SealPrefixed(nil, plaintext, ad)
+}
+
+// SealPrefixed is Seal of prefix followed by plaintext, without a buffer for the
+// two together: they are copied where the ciphertext goes and encrypted in place.
+func (s *Sealer) SealPrefixed(prefix, plaintext, ad []byte) ([]byte, error) {
+	return s.SealPrefixedTo(make([]byte, 0, s.SealedLen(len(prefix)+len(plaintext))), prefix, plaintext, ad)
+}
+
+// SealedLen is the length of the ciphertext of n bytes of plaintext.
+func (s *Sealer) SealedLen(n int) int {
+	return len(s.hdr) + nonceSize + n + s.aead.Overhead()
+}
+
+// SealPrefixedTo is SealPrefixed appending the ciphertext to dst: with room for it
+// (SealedLen) in dst, it is written there and nothing is allocated for it.
+func (s *Sealer) SealPrefixedTo(dst, prefix, plaintext, ad []byte) ([]byte, error) {
 	n := len(s.hdr) + nonceSize
-	out := make([]byte, n, n+len(plaintext)+s.aead.Overhead())
+	m := len(prefix) + len(plaintext)
+	grown := slices.Grow(dst, s.SealedLen(m))
+	out := grown[len(dst) : len(dst)+n+m]
 	copy(out, s.hdr)
 	nonce := out[len(s.hdr):n]
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, fmt.Errorf("keyring: nonce: %w", err)
 	}
+	copy(out[n+copy(out[n:], prefix):], plaintext)
 	aad := make([]byte, 0, n+len(ad))
-	aad = append(append(aad, out...), ad...)
-	return s.aead.Seal(out, nonce, plaintext, aad), nil
+	aad = append(append(aad, out[:n]...), ad...)
+	sealed := s.aead.Seal(out[:n], nonce, out[n:], aad)
+	return grown[:len(dst)+len(sealed)], nil
 }
 
 // Seal encrypts plaintext under the data key of the epoch of receive time at (see

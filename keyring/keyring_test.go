@@ -462,6 +462,29 @@ func TestSealer(t *testing.T) {
 			t.Fatalf("ciphertext %d opened under another event's data: %v", i, err)
 		}
 	}
+	// SealPrefixed seals the concatenation, as Seal of it would.
+	ct, err := s.SealPrefixed(msg[:7], msg[7:], []byte("ad"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pt, err := kr.Decrypt(ctx, logA, ct, []byte("ad")); err != nil || !bytes.Equal(pt, msg) {
+		t.Fatalf("Decrypt of SealPrefixed = %q, %v", pt, err)
+	}
+	// SealPrefixedTo appends to dst, in its spare room when it has SealedLen of it.
+	dst := make([]byte, 3, 3+s.SealedLen(len(msg)))
+	ct, err = s.SealPrefixedTo(dst, msg[:7], msg[7:], []byte("ad"))
+	if err != nil || len(ct) != 3+s.SealedLen(len(msg)) || &ct[0] != &dst[0] {
+		t.Fatalf("SealPrefixedTo: %d bytes (want %d), in place %v, %v", len(ct), 3+s.SealedLen(len(msg)), err == nil && &ct[0] == &dst[0], err)
+	}
+	if pt, err := kr.Decrypt(ctx, logA, ct[3:], []byte("ad")); err != nil || !bytes.Equal(pt, msg) {
+		t.Fatalf("Decrypt of SealPrefixedTo = %q, %v", pt, err)
+	}
+	if ct, err = s.SealPrefixedTo([]byte{1}, nil, msg, nil); err != nil || ct[0] != 1 {
+		t.Fatalf("SealPrefixedTo without room: %v, %v", ct, err)
+	}
+	if pt, err := kr.Decrypt(ctx, logA, ct[1:], nil); err != nil || !bytes.Equal(pt, msg) {
+		t.Fatalf("Decrypt of SealPrefixedTo without room = %q, %v", pt, err)
+	}
 	// The salt is fresh per Sealer.
 	s2, err := kr.NewSealer(ctx, logA, "2026-11")
 	if err != nil {

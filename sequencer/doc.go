@@ -31,8 +31,9 @@
 //  1. Take the locks of the tick's project-streams (catalog.SealGroup: those no other
 //     replica holds, in a fixed order) and read their checkpoints.
 //     Crash: nothing written; the locks die with the transaction or process.
-//  2. For each stream, in parallel: assign sequences cp.Size+1.., mint ids and nonces,
-//     encrypt payloads, build leaves and append their hashes to the compact range read
+//  2. For each stream, in parallel: assign sequences cp.Size+1.., mint ids (ascending
+//     within the batch) and nonces, build leaves, encrypt payloads (straight into the
+//     encoded payload bundle) and append the leaf hashes to the compact range read
 //     from the checkpoint. A stream whose build fails is left out of the tick (its
 //     events fail); the others go on. Crash: nothing written.
 //  3. Write the tick's group payload object payload/<hour>/<ms>-<tickId> (tickId

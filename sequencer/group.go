@@ -232,10 +232,11 @@ func (c *committer) build(ctx context.Context, cps []catalog.Checkpoint, byLog m
 // the leaves right after the commit. The key is random, so a cache entry of a tick
 // that then fails is never used. It returns a zero Object if no stream has a batch.
 func (c *committer) groupObject(byLog map[catalog.LogID]*sealReq, cps []catalog.Checkpoint) (tiles.Object, error) {
-	size := 0
+	size, segments := 0, 0
 	for _, cp := range cps {
 		if r := byLog[cp.Log]; r.b != nil {
 			size += len(r.b.segment)
+			segments++
 		}
 	}
 	if size == 0 {
@@ -249,7 +250,10 @@ func (c *committer) groupObject(byLog map[catalog.LogID]*sealReq, cps []catalog.
 	if err != nil {
 		return tiles.Object{}, err
 	}
-	data := make([]byte, 0, size)
+	var data []byte // with one segment, the segment itself: no copy
+	if segments > 1 {
+		data = make([]byte, 0, size)
+	}
 	for _, cp := range cps {
 		r := byLog[cp.Log]
 		if r.b == nil {
@@ -257,7 +261,11 @@ func (c *committer) groupObject(byLog map[catalog.LogID]*sealReq, cps []catalog.
 		}
 		b := r.b.batch
 		b.Object, b.Offset, b.Length = key, uint64(len(data)), uint64(len(r.b.segment))
-		data = append(data, r.b.segment...)
+		if segments == 1 {
+			data = r.b.segment
+		} else {
+			data = append(data, r.b.segment...)
+		}
 		ref := tiles.PayloadRef{Key: key, Off: int64(b.Offset), Len: int64(b.Length)}
 		c.s.cache.add(ref.String(), r.b.bundle)
 		r.b.segment = nil

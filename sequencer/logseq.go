@@ -7,7 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -115,27 +115,47 @@ func (ls *logSequencer) signal() {
 func (ls *logSequencer) enqueue(ctx context.Context, e Entry) (waiter, error) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	if err := ls.admitting(); err != nil {
+		return waiter{}, err
+	}
+	w, err := ls.add(ctx, e, 1)
+	if err == nil {
+		ls.signal()
+	}
+	return w, err
+}
+
+// admitting returns why ls takes no more entries, or nil. Called under mu.
+func (ls *logSequencer) admitting() error {
 	switch {
 	case ls.retired:
-		return waiter{}, errRetired
+		return errRetired
 	case ls.stopped != nil:
-		return waiter{}, ls.stopped
+		return ls.stopped
 	case ls.draining:
-		return waiter{}, ErrClosed
-	case ls.npending >= ls.s.cfg.MaxPending:
+		return ErrClosed
+	}
+	return nil
+}
+
+// add queues e in the last pending pool, or in a new one sized for up to more
+// entries, unless MaxPending are waiting. Called under mu; the caller signals.
+func (ls *logSequencer) add(ctx context.Context, e Entry, more int) (waiter, error) {
+	cfg := &ls.s.cfg
+	if ls.npending >= cfg.MaxPending {
 		return waiter{}, &BusyError{RetryAfter: time.Second}
 	}
 	var p *pool
-	if n := len(ls.pending); n > 0 && len(ls.pending[n-1].entries) < ls.s.cfg.MaxBatch {
+	if n := len(ls.pending); n > 0 && len(ls.pending[n-1].entries) < cfg.MaxBatch {
 		p = ls.pending[n-1]
 	} else {
-		p = newPool(ls.s.cfg.Now())
+		p = newPool(cfg.Now())
+		p.entries = make([]Entry, 0, min(more, cfg.MaxBatch))
 		ls.pending = append(ls.pending, p)
 	}
 	p.entries = append(p.entries, e)
 	p.link(ctx)
 	ls.npending++
-	ls.signal()
 	return waiter{p, len(p.entries) - 1}, nil
 }
 
@@ -332,19 +352,23 @@ func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *poo
 		return nil, err
 	}
 	first := cp.Size + 1
+	ids, err := eventIDs(p, newAt, ts)
+	if err != nil {
+		return nil, err
+	}
 	events := make([]catalog.Event, len(newAt))
 	bundle := tiles.PayloadBundle{First: first, Records: make([]tiles.PayloadRecord, len(newAt))}
+	nonces := make([]tlog.Nonce, len(newAt))
 	// Leaves and ciphertexts are independent of one another: a large batch builds
 	// them on several cores. Only the compact range, below, takes them in order.
-	workers := min(runtime.GOMAXPROCS(0), maxBuildWorkers, 1+len(newAt)/minPerBuildWorker)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		lo, hi := w*len(newAt)/workers, (w+1)*len(newAt)/workers
-		wg.Go(func() { errs[w] = ls.buildEntries(ctx, p, newAt, lo, hi, first, ts, events, bundle.Records) })
+	err = inParallel(len(newAt), func(lo, hi int) error {
+		return ls.buildEntries(p, newAt, ids, lo, hi, first, ts, events, bundle.Records, nonces)
+	})
+	if err != nil {
+		return nil, err
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	data, err := ls.encryptPayloads(ctx, p, newAt, ts, nonces, &bundle)
+	if err != nil {
 		return nil, err
 	}
 	for k := range events {
@@ -367,49 +391,50 @@ func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *poo
 	if err != nil {
 		return nil, fmt.Errorf("root: %w", err)
 	}
-	data, err := bundle.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
 	var root tlog.Hash
 	copy(root[:], rootRaw)
 	return &built{first: first, segment: data, bundle: &bundle,
 		batch: &catalog.SealBatch{BatchID: batchID, Events: events, Root: root, Range: toHashes(rng.Hashes())}}, nil
 }
 
-// Build parallelism: at most maxBuildWorkers goroutines, each with at least
-// minPerBuildWorker entries.
-const (
-	maxBuildWorkers   = 4
-	minPerBuildWorker = 128
-)
-
-// buildEntries builds the entries newAt[lo:hi] of p as sequences first+lo...: their
-// leaves, ciphertexts (under a Sealer of its own when the keyring has them), index
-// rows and results, into events, records and p.results at the same positions.
-func (ls *logSequencer) buildEntries(ctx context.Context, p *pool, newAt []int, lo, hi int, first uint64, ts time.Time,
-	events []catalog.Event, records []tiles.PayloadRecord) error {
-	cfg := &ls.s.cfg
-	seal := func(plain, aad []byte) ([]byte, error) { return cfg.Keyring.Seal(ctx, ls.log, ts, plain, aad) }
-	if bk, ok := cfg.Keyring.(batchKeyring); ok {
-		sealer, err := bk.SealerAt(ctx, ls.log, ts)
-		if err != nil {
-			return fmt.Errorf("encrypt payloads: %w", err)
+// eventIDs returns the id of each entry newAt[k] of p: the client's, or one minted
+// for ts. The minted ones ascend with the sequence: a batch's ids share their time
+// prefix, and in random order they would land all over the batch's range of the
+// catalog's id index instead of being appended at its right edge.
+func eventIDs(p *pool, newAt []int, ts time.Time) ([]string, error) {
+	ids := make([]string, len(newAt))
+	var minted []string
+	for k, i := range newAt {
+		if ids[k] = p.entries[i].ID; ids[k] == "" {
+			id, err := tlog.NewEventID(ts)
+			if err != nil {
+				return nil, err
+			}
+			minted = append(minted, id)
 		}
-		seal = sealer.Seal
 	}
+	slices.Sort(minted)
+	for k := range ids {
+		if ids[k] == "" {
+			ids[k], minted = minted[0], minted[1:]
+		}
+	}
+	return ids, nil
+}
+
+// buildEntries builds the entries newAt[lo:hi] of p as sequences first+lo... with the
+// ids ids[lo:hi]: their nonces, leaves, index rows and results, into nonces, the
+// records' LeafData, events and p.results at the same positions (encryptPayloads
+// then adds the ciphertexts).
+func (ls *logSequencer) buildEntries(p *pool, newAt []int, ids []string, lo, hi int, first uint64, ts time.Time,
+	events []catalog.Event, records []tiles.PayloadRecord, nonces []tlog.Nonce) error {
 	stamp := tlog.FormatTime(ts)
 	for k := lo; k < hi; k++ {
 		i := newAt[k]
 		e := &p.entries[i]
 		seq := first + uint64(k)
-		id := e.ID
+		id := ids[k]
 		var err error
-		if id == "" {
-			if id, err = tlog.NewEventID(ts); err != nil {
-				return err
-			}
-		}
 		var nonce tlog.Nonce
 		if e.Nonce != nil {
 			nonce = *e.Nonce
@@ -424,12 +449,7 @@ func (ls *logSequencer) buildEntries(ctx context.Context, p *pool, newAt []int, 
 		}
 		data := leaf.Encode()
 		lh := tlog.LeafHash(data)
-		plain := append(append(make([]byte, 0, tlog.NonceSize+len(e.Payload)), nonce[:]...), e.Payload...)
-		ct, err := seal(plain, payloadAAD(ls.log, seq, id))
-		if err != nil {
-			return fmt.Errorf("encrypt payload: %w", err)
-		}
-		records[k] = tiles.PayloadRecord{LeafData: data, Ciphertext: ct}
+		nonces[k], records[k].LeafData = nonce, data
 		events[k] = catalog.Event{Sequence: seq, ID: id, ReceivedAt: ts,
 			Action: e.Index.Action, Status: e.Index.Status, ActorType: e.Index.ActorType, ActorID: e.Index.ActorID,
 			TargetType: e.Index.TargetType, TargetID: e.Index.TargetID, PayloadHash: leaf.PayloadHash, LeafHash: lh}

@@ -41,23 +41,12 @@ var payloadMagic = [8]byte{'S', 'T', 'P', 'A', 'Y', 'L', 'D', 1}
 // MarshalBinary encodes b. It rejects an empty bundle, a record whose leaf is empty
 // or longer than MaxLeafSize, and sizes beyond the limits above.
 func (b PayloadBundle) MarshalBinary() ([]byte, error) {
-	if len(b.Records) == 0 || len(b.Records) > MaxPayloadRecords {
-		return nil, fmt.Errorf("tiles: payload bundle of %d records", len(b.Records))
+	size, err := payloadSize(len(b.Records), func(i int) int { return len(b.Records[i].LeafData) },
+		func(i int) int { return len(b.Records[i].Ciphertext) })
+	if err != nil {
+		return nil, err
 	}
-	size := len(payloadMagic) + 8 + 4
-	for i, r := range b.Records {
-		if len(r.LeafData) == 0 || len(r.LeafData) > MaxLeafSize {
-			return nil, fmt.Errorf("tiles: payload record %d: leaf of %d bytes", i, len(r.LeafData))
-		}
-		if len(r.Ciphertext) > MaxPayloadCiphertext {
-			return nil, fmt.Errorf("tiles: payload record %d: ciphertext of %d bytes", i, len(r.Ciphertext))
-		}
-		size += 8 + len(r.LeafData) + len(r.Ciphertext)
-	}
-	out := make([]byte, 0, size)
-	out = append(out, payloadMagic[:]...)
-	out = binary.BigEndian.AppendUint64(out, b.First)
-	out = binary.BigEndian.AppendUint32(out, uint32(len(b.Records)))
+	out := appendPayloadHeader(make([]byte, 0, size), b.First, len(b.Records))
 	for _, r := range b.Records {
 		out = binary.BigEndian.AppendUint32(out, uint32(len(r.LeafData)))
 		out = append(out, r.LeafData...)
@@ -65,6 +54,32 @@ func (b PayloadBundle) MarshalBinary() ([]byte, error) {
 		out = append(out, r.Ciphertext...)
 	}
 	return out, nil
+}
+
+// payloadSize checks the sizes of a bundle of n records (record i with a leaf of
+// leafLen(i) bytes and a ciphertext of ctLen(i)) against the limits and returns its
+// encoded size.
+func payloadSize(n int, leafLen, ctLen func(int) int) (int, error) {
+	if n == 0 || n > MaxPayloadRecords {
+		return 0, fmt.Errorf("tiles: payload bundle of %d records", n)
+	}
+	size := len(payloadMagic) + 8 + 4
+	for i := range n {
+		if l := leafLen(i); l == 0 || l > MaxLeafSize {
+			return 0, fmt.Errorf("tiles: payload record %d: leaf of %d bytes", i, l)
+		}
+		if c := ctLen(i); c > MaxPayloadCiphertext {
+			return 0, fmt.Errorf("tiles: payload record %d: ciphertext of %d bytes", i, c)
+		}
+		size += 8 + leafLen(i) + ctLen(i)
+	}
+	return size, nil
+}
+
+func appendPayloadHeader(out []byte, first uint64, n int) []byte {
+	out = append(out, payloadMagic[:]...)
+	out = binary.BigEndian.AppendUint64(out, first)
+	return binary.BigEndian.AppendUint32(out, uint32(n))
 }
 
 // UnmarshalBinary decodes data into b, strictly: a wrong magic or version, truncated

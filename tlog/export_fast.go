@@ -20,6 +20,7 @@ type canonScan struct {
 	in  []byte
 	pos int
 	num []byte // scratch for a re-printed number
+	lim Limits // as CanonicalizeLimited's; zero: MaxDepth and no member bound
 }
 
 // rawMember is one top-level member of a canonical object: the key without its quotes
@@ -41,7 +42,7 @@ func scanCanonicalObject(line []byte, ms []rawMember) ([]rawMember, bool) {
 
 // value checks the canonical value at s.pos, depth levels below the top.
 func (s *canonScan) value(depth int) bool {
-	if depth > MaxDepth || s.pos >= len(s.in) {
+	if depth > MaxDepth || (s.lim.MaxDepth > 0 && depth > s.lim.MaxDepth) || s.pos >= len(s.in) {
 		return false
 	}
 	switch c := s.in[s.pos]; {
@@ -78,10 +79,14 @@ func (s *canonScan) literal(lit string) bool {
 func (s *canonScan) object(depth int, member func(rawMember)) bool {
 	s.pos++ // '{'
 	var prev []byte
-	for first := true; ; first = false {
+	for n := 0; ; n++ {
+		first := n == 0
 		if first && s.pos < len(s.in) && s.in[s.pos] == '}' {
 			s.pos++
 			return true
+		}
+		if s.lim.MaxMembers > 0 && n == s.lim.MaxMembers {
+			return false
 		}
 		start := s.pos
 		key, esc, ok := s.str()
@@ -150,6 +155,10 @@ func (s *canonScan) str() (raw []byte, esc, ok bool) {
 	s.pos++
 	start := s.pos
 	for s.pos < len(s.in) {
+		s.pos += plainASCII(s.in[s.pos:])
+		if s.pos >= len(s.in) {
+			break
+		}
 		c := s.in[s.pos]
 		switch {
 		case c == '"':

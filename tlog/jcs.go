@@ -78,7 +78,14 @@ func CanonicalizeLimited(in []byte, lim Limits) ([]byte, error) {
 	}
 	p := &canonParser{in: in, lim: lim}
 	p.skipSpace()
-	out, err := p.value(make([]byte, 0, 2*len(in)+16), 0)
+	// Room for an unsorted top-level object assembled after its members (object);
+	// a large input is mostly a batch whose one top-level member is in order, and
+	// needs only about its own size.
+	size := 2*len(in) + 16
+	if len(in) > 64<<10 {
+		size = len(in) + len(in)/4
+	}
+	out, err := p.value(make([]byte, 0, size), 0)
 	if err != nil {
 		return nil, err
 	}
@@ -163,7 +170,7 @@ var shortEscapes = map[byte]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f':
 
 type member struct {
 	key        string
-	start, end int // the canonical value, in the output buffer
+	start, end int // the canonical member, `"key":value`, in the output buffer
 	keyPos     int // offset of the key in the input
 }
 
@@ -191,9 +198,11 @@ func sortMembers(members []member, cmp func(a, b member) int) int {
 	return dup
 }
 
-// object parses an object and appends its JCS form to out. The members' canonical
-// values are first appended to out in input order; the sorted object is then assembled
-// after them and moved down to where the object starts.
+// object parses an object and appends its JCS form to out. Each member is appended
+// in its canonical form (`"key":value`) in input order; when the keys were already in
+// order (as clients mostly send them) that is the object, and nothing moves. Otherwise
+// the sorted object is assembled after the members and moved down to where the object
+// starts.
 func (p *canonParser) object(out []byte, depth int) ([]byte, error) {
 	p.pos++ // '{'
 	var small [16]member
@@ -204,6 +213,8 @@ func (p *canonParser) object(out []byte, depth int) ([]byte, error) {
 		p.pos++
 		return append(out, '{', '}'), nil
 	}
+	out = append(out, '{')
+	sorted := true
 	for {
 		p.skipSpace()
 		if p.pos >= len(p.in) || p.in[p.pos] != '"' {
@@ -223,7 +234,12 @@ func (p *canonParser) object(out []byte, depth int) ([]byte, error) {
 		if p.lim.MaxMembers > 0 && len(members) == p.lim.MaxMembers {
 			return nil, &CanonError{Kind: ErrLimit, Offset: keyPos, Detail: fmt.Sprintf("object with more than %d members", p.lim.MaxMembers)}
 		}
+		if n := len(members); n > 0 {
+			out = append(out, ',')
+			sorted = sorted && compareUTF16(members[n-1].key, key) < 0
+		}
 		start := len(out)
+		out = append(appendString(out, key), ':')
 		if out, err = p.value(out, depth+1); err != nil {
 			return nil, err
 		}
@@ -242,6 +258,10 @@ func (p *canonParser) object(out []byte, depth int) ([]byte, error) {
 		}
 		return nil, p.errorf(ErrSyntax, "expected ',' or '}' in object")
 	}
+	out = append(out, '}')
+	if sorted {
+		return out, nil // strictly increasing keys: in order, and no duplicate
+	}
 	if dup := sortMembers(members, compareMembers); dup >= 0 {
 		m := members[dup]
 		return nil, &CanonError{Kind: ErrDuplicateKey, Offset: m.keyPos, Detail: strconv.Quote(m.key)}
@@ -252,8 +272,6 @@ func (p *canonParser) object(out []byte, depth int) ([]byte, error) {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = appendString(out, m.key)
-		out = append(out, ':')
 		out = append(out, out[m.start:m.end]...)
 	}
 	out = append(out, '}')
@@ -300,6 +318,9 @@ func (p *canonParser) array(out []byte, depth int) ([]byte, error) {
 func (p *canonParser) plainString() ([]byte, bool, error) {
 	start := p.pos + 1
 	for i := start; i < len(p.in); {
+		if i += plainASCII(p.in[i:]); i >= len(p.in) {
+			break
+		}
 		c := p.in[i]
 		switch {
 		case c == '"':

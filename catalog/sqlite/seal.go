@@ -269,6 +269,10 @@ func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, writes []sealWrite) 
 		}
 	}
 	args := make([]any, 0, eventCols*min(len(all), insertRows))
+	// A value that repeats from row to row (the receive time and project-stream of a
+	// batch, actions, statuses, types) is boxed into an interface once, not per row.
+	var ints [2]reboxed[int64]
+	var strs [5]reboxed[string]
 	for i, rows := range insertSizes {
 		if len(all) < rows {
 			continue
@@ -280,9 +284,9 @@ func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, writes []sealWrite) 
 			args = args[:0]
 			for _, r := range chunk {
 				e := r.e
-				args = append(args, key(r.n, e.Sequence), r.n, e.ID, ms(e.ReceivedAt),
-					e.Action, e.Status, e.ActorType, e.ActorID, e.TargetType, e.TargetID,
-					e.PayloadHash[:], e.LeafHash[:])
+				args = append(args, key(r.n, e.Sequence), ints[0].of(r.n), e.ID, ints[1].of(ms(e.ReceivedAt)),
+					strs[0].of(e.Action), strs[1].of(e.Status), strs[2].of(e.ActorType), e.ActorID,
+					strs[3].of(e.TargetType), strs[4].of(e.TargetID), e.PayloadHash[:], e.LeafHash[:])
 			}
 			if _, err := stmt.ExecContext(ctx, args...); err != nil {
 				if isConstraint(err) {
