@@ -410,7 +410,7 @@ func (db *DB) BatchesCovering(ctx context.Context, log catalog.LogID, first, las
 	if first > last {
 		return nil, nil
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length FROM batches
+	rows, err := db.query(ctx, `SELECT first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length FROM batches
 		WHERE project_id = ?1 AND stream = ?2 AND first_seq <= ?4 AND first_seq >= coalesce(
 			(SELECT max(first_seq) FROM batches WHERE project_id = ?1 AND stream = ?2 AND first_seq <= ?3), ?3)
 		ORDER BY first_seq`, log.ProjectID, string(log.Stream), int64(min(first, 1<<63-1)), int64(min(last, 1<<63-1)))

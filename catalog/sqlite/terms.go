@@ -1,12 +1,15 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,8 +87,8 @@ func postingInsert(kind int, col string) string {
 
 // termIndex owns the term file's writer connection and the indexer goroutine.
 type termIndex struct {
-	w    *sql.DB   // one connection: the term file as main, the catalog attached as cat
-	ins  *sql.Stmt // the INSERT of postingRowsPerInsert postings (terms_recent.go)
+	w    *sql.DB // one connection: the term file as main, the catalog attached as cat
+	st   termStmts
 	log  *slog.Logger
 	wake chan struct{}
 	quit chan struct{}
@@ -117,10 +120,9 @@ func openTerms(ctx context.Context, path, catalogPath, id string, log *slog.Logg
 		w.Close()
 		return nil, fmt.Errorf("sqlite: term index %s: %w", path, err)
 	}
-	var err error
-	if ti.ins, err = w.PrepareContext(ctx, postingInsertRows(postingRowsPerInsert)); err != nil {
+	if err := ti.st.prepare(ctx, w); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("sqlite: term index %s: prepare: %w", path, err)
+		return nil, fmt.Errorf("sqlite: term index %s: %w", path, err)
 	}
 	go ti.run()
 	return ti, nil
@@ -200,7 +202,7 @@ func (ti *termIndex) load(ctx context.Context, id string) error {
 func (ti *termIndex) close() error {
 	close(ti.quit)
 	<-ti.done
-	ti.ins.Close()
+	ti.st.close()
 	return ti.w.Close()
 }
 
@@ -319,6 +321,10 @@ func (ti *termIndex) index(ctx context.Context, n int64, to uint64) error {
 }
 
 // indexAll indexes every part of work in one transaction with their new watermarks.
+// The postings and watermarks of all its project-streams go into multi-row
+// statements prepared once (termStmts): a tick of many quiet streams hands the
+// indexer one or two events per stream, and a statement or two per row, each parsed
+// anew, was most of the indexer's cost.
 func (ti *termIndex) indexAll(ctx context.Context, work []termWork) error {
 	tx, err := ti.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -326,15 +332,38 @@ func (ti *termIndex) indexAll(ctx context.Context, work []termWork) error {
 	}
 	defer tx.Rollback()
 	done := make([]uint64, len(work))
-	wrote := false
+	var (
+		ps     []logPosting
+		states []termWork
+	)
 	for i, w := range work {
-		from, err := ti.indexLog(ctx, tx, w.n, w.to)
+		from, kept, err := ti.indexLog(ctx, tx, w.n, w.to)
 		if err != nil {
 			return err
 		}
-		done[i], wrote = max(from, w.to), wrote || from < w.to
+		done[i] = max(from, w.to)
+		if from >= w.to {
+			continue
+		}
+		ps = append(ps, kept...)
+		states = append(states, w)
 	}
-	if wrote {
+	if len(states) > 0 {
+		// In the order of the primary key, so the inserts walk the B-tree once.
+		slices.SortFunc(ps, func(a, b logPosting) int {
+			return cmp.Or(cmp.Compare(a.n, b.n), cmp.Compare(a.kind, b.kind), strings.Compare(a.value, b.value))
+		})
+		if _, err := ti.st.postings.exec(ctx, tx, len(ps), func(i int, to []any) []any {
+			p := &ps[i]
+			return append(to, p.n, p.kind, p.value, int64(p.last), string(p.seqs))
+		}); err != nil {
+			return fmt.Errorf("index %d postings of %d logs: %w", len(ps), len(states), err)
+		}
+		if _, err := ti.st.state.exec(ctx, tx, len(states), func(i int, to []any) []any {
+			return append(to, states[i].n, int64(states[i].to))
+		}); err != nil {
+			return fmt.Errorf("watermarks of %d logs: %w", len(states), err)
+		}
 		if err := tx.Commit(); err != nil {
 			return err
 		}
@@ -348,47 +377,92 @@ func (ti *termIndex) indexAll(ctx context.Context, work []termWork) error {
 	return nil
 }
 
-// indexLog writes, in tx, the postings of log number n's events after its watermark
-// up to sequence to, and the new watermark; it returns the watermark it found.
-func (ti *termIndex) indexLog(ctx context.Context, tx *sql.Tx, n int64, to uint64) (uint64, error) {
+// logPosting is a posting of log number n of kind termActor or termTarget.
+type logPosting struct {
+	n    int64
+	kind int
+	posting
+}
+
+// indexLog checks, in tx, that log number n's events after its watermark up to
+// sequence to can be indexed, and returns the watermark it found and their postings
+// from the ids the seals handed over if they are all kept; if they are not, it writes
+// the postings from the catalog itself. The caller writes the kept postings and the
+// new watermark.
+func (ti *termIndex) indexLog(ctx context.Context, tx *sql.Tx, n int64, to uint64) (uint64, []logPosting, error) {
 	var from int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(indexed_seq), 0) FROM term_state WHERE log = ?`, n).Scan(&from); err != nil {
-		return 0, fmt.Errorf("watermark of log %d: %w", n, err)
+	if err := tx.StmtContext(ctx, ti.st.watermark).QueryRowContext(ctx, n).Scan(&from); err != nil {
+		return 0, nil, fmt.Errorf("watermark of log %d: %w", n, err)
 	}
 	if uint64(from) >= to {
-		return uint64(from), nil
+		return uint64(from), nil, nil
 	}
-	lo, hi := key(n, uint64(from)), key(n, to)
 	// Seals commit whole batches of contiguous sequences, so if this transaction
 	// sees event to, it sees every event before it: the watermark never passes an
 	// event the index lacks.
 	var seen bool
-	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM cat.events WHERE k = ?)`, hi).Scan(&seen); err != nil {
-		return 0, fmt.Errorf("last event of log %d: %w", n, err)
+	if err := tx.StmtContext(ctx, ti.st.seen).QueryRowContext(ctx, key(n, to)).Scan(&seen); err != nil {
+		return 0, nil, fmt.Errorf("last event of log %d: %w", n, err)
 	}
 	if !seen {
-		return 0, fmt.Errorf("log %d has no event %d to index up to", n, to)
+		return 0, nil, fmt.Errorf("log %d has no event %d to index up to", n, to)
 	}
 	// One posting per (kind, id) of the chunk, from the ids the seals handed over
 	// if they are all kept, else from the catalog. Plain INSERT: the chunk starts
 	// at the watermark, so a posting already there would be a bug, not a retry.
-	done, err := ti.indexKept(ctx, tx, n, uint64(from)+1, to)
-	if err != nil {
-		return 0, fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
+	if ps, ok := ti.keptPostings(n, uint64(from)+1, to); ok {
+		return uint64(from), ps, nil
 	}
+	lo, hi := key(n, uint64(from)), key(n, to)
 	for _, stmt := range postingInserts {
-		if done {
-			break
-		}
 		if _, err := tx.ExecContext(ctx, stmt, lo, hi, n, from); err != nil {
-			return 0, fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
+			return 0, nil, fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO term_state(log, indexed_seq) VALUES (?, ?)
-		ON CONFLICT(log) DO UPDATE SET indexed_seq = excluded.indexed_seq`, n, int64(to)); err != nil {
-		return 0, err
+	return uint64(from), nil, nil
+}
+
+// termStmts are the indexer's statements, prepared once on its connection.
+type termStmts struct {
+	watermark *sql.Stmt // term_state.indexed_seq of log ?, or 0
+	seen      *sql.Stmt // whether the catalog holds the event of key ?
+	postings  *rowStmts // INSERTs of term_postings rows
+	state     *rowStmts // upserts of term_state rows
+}
+
+func (st *termStmts) prepare(ctx context.Context, w *sql.DB) error {
+	var err error
+	if st.watermark, err = w.PrepareContext(ctx, `SELECT coalesce(max(indexed_seq), 0) FROM term_state WHERE log = ?`); err != nil {
+		return fmt.Errorf("prepare: %w", err)
 	}
-	return uint64(from), nil
+	if st.seen, err = w.PrepareContext(ctx, `SELECT EXISTS (SELECT 1 FROM cat.events WHERE k = ?)`); err != nil {
+		st.close()
+		return fmt.Errorf("prepare: %w", err)
+	}
+	if st.postings, err = prepareRows(ctx, w, 5, func(rows int) string {
+		return `INSERT INTO term_postings(log, kind, value, last, seqs) VALUES ` + valuesRows(rows, 5)
+	}); err != nil {
+		st.close()
+		return err
+	}
+	if st.state, err = prepareRows(ctx, w, 2, func(rows int) string {
+		return `INSERT INTO term_state(log, indexed_seq) VALUES ` + valuesRows(rows, 2) + `
+			ON CONFLICT(log) DO UPDATE SET indexed_seq = excluded.indexed_seq`
+	}); err != nil {
+		st.close()
+		return err
+	}
+	return nil
+}
+
+func (st *termStmts) close() {
+	for _, s := range []*sql.Stmt{st.watermark, st.seen} {
+		if s != nil {
+			s.Close()
+		}
+	}
+	st.postings.close()
+	st.state.close()
 }
 
 // attachConnector opens connections to dsn with the file at path attached under name.
