@@ -1,0 +1,117 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/catalog/catalogtest"
+)
+
+// TestSealCacheSeesOtherConnections seals one project-stream through two handles on
+// one file in turn: each handle's cached checkpoint goes stale when the other commits,
+// and the data_version check must notice it, so no seal fails.
+func TestSealCacheSeesOtherConnections(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	a, b := openAt(t, path), openAt(t, path)
+	log := catalog.LogID{ProjectID: "prj_a", Stream: catalog.StreamEvents}
+	size := uint64(0)
+	for i, db := range []*DB{a, b, a, a, b, b, a} {
+		cp := catalogtest.Seal(t, db, log, string(rune('a'+i)), i+1)
+		size += uint64(i + 1)
+		if cp.Size != size {
+			t.Fatalf("seal %d: size %d, want %d", i, cp.Size, size)
+		}
+	}
+	for _, db := range []*DB{a, b} {
+		if cp := catalogtest.CheckConsistent(t, db, log); cp.Size != size {
+			t.Fatalf("size %d, want %d", cp.Size, size)
+		}
+	}
+}
+
+// TestSealCacheDropsOnConflict makes a handle's cached checkpoint stale behind the
+// data_version check (as when the other commit lands during the seal): the seal must
+// fail with ErrConflict and commit nothing, and the next one start from the file.
+func TestSealCacheDropsOnConflict(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	a, b := openAt(t, path), openAt(t, path)
+	ctx := context.Background()
+	logs := []catalog.LogID{{ProjectID: "prj_a", Stream: catalog.StreamEvents}, {ProjectID: "prj_b", Stream: catalog.StreamEvents}}
+	for _, log := range logs {
+		catalogtest.Seal(t, a, log, "a", 2)
+	}
+	catalogtest.Seal(t, b, logs[1], "b", 3)
+	// a takes b's commit for its own: the cache stays.
+	var v int64
+	if err := a.tick.version.QueryRowContext(ctx).Scan(&v); err != nil {
+		t.Fatal(err)
+	}
+	a.seals.mu.Lock()
+	a.seals.version = v
+	a.seals.mu.Unlock()
+	_, err := a.SealGroup(ctx, logs, func(ctx context.Context, cps []catalog.Checkpoint) ([]*catalog.SealBatch, func() error, error) {
+		var out []*catalog.SealBatch
+		for _, cp := range cps {
+			out = append(out, &catalog.SealBatch{BatchID: fmt.Sprintf("x%d", cp.Size+1),
+				Events: catalogtest.MakeEvents("x", cp.Size+1, 1), Root: catalogtest.H("x")})
+		}
+		return out, nil, nil
+	})
+	if !errors.Is(err, catalog.ErrConflict) || !strings.Contains(err.Error(), "1 of 2 checkpoints moved") {
+		t.Fatalf("seal over a stale cached checkpoint: %v, want ErrConflict for 1 of 2", err)
+	}
+	for i, want := range []uint64{2, 5} {
+		if cp := catalogtest.CheckConsistent(t, a, logs[i]); cp.Size != want {
+			t.Fatalf("%s: size %d after the failed seal, want %d", logs[i], cp.Size, want)
+		}
+	}
+	for i, want := range []uint64{3, 6} {
+		if cp := catalogtest.Seal(t, a, logs[i], "y", 1); cp.Size != want {
+			t.Fatalf("%s: size %d after the next seal, want %d", logs[i], cp.Size, want)
+		}
+		catalogtest.CheckConsistent(t, a, logs[i])
+	}
+}
+
+// TestUpdatePlan checks that the many-row checkpoint UPDATE looks each row up by the
+// primary key rather than scanning the table once per row.
+func TestUpdatePlan(t *testing.T) {
+	db := openAt(t, filepath.Join(t.TempDir(), "c.db"))
+	rows, err := db.w.QueryContext(context.Background(), `EXPLAIN QUERY PLAN `+updateStatement(4),
+		make([]any, 4*updateCols)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(plan, "; ")
+	if !strings.Contains(all, "SEARCH checkpoints USING PRIMARY KEY") || strings.Contains(all, "SCAN checkpoints") {
+		t.Fatalf("plan of the checkpoint UPDATE: %s", all)
+	}
+}
+
+func openAt(t *testing.T, path string) *DB {
+	t.Helper()
+	db, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db
+}
