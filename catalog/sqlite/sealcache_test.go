@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -79,11 +80,34 @@ func TestSealCacheDropsOnConflict(t *testing.T) {
 }
 
 // TestUpdatePlan checks that the many-row checkpoint UPDATE looks each row up by the
-// primary key rather than scanning the table once per row.
+// primary key rather than scanning the table once per row, and that the term
+// indexer's reads of many streams at once look their rows up by key.
 func TestUpdatePlan(t *testing.T) {
 	db := openAt(t, filepath.Join(t.TempDir(), "c.db"))
-	rows, err := db.w.QueryContext(context.Background(), `EXPLAIN QUERY PLAN `+updateStatement(4),
-		make([]any, 4*updateCols)...)
+	for _, c := range []struct {
+		q     string
+		db    *sql.DB
+		args  []any
+		want  string
+		never string
+	}{
+		{updateStatement(4), db.w, make([]any, 4*updateCols), "SEARCH checkpoints USING PRIMARY KEY", "SCAN checkpoints"},
+		{`SELECT log, indexed_seq FROM term_state WHERE log IN (SELECT value FROM json_each(?))`, db.terms.w, []any{"[1,2]"},
+			"SEARCH term_state USING INTEGER PRIMARY KEY", "SCAN term_state"},
+		{`SELECT count(*) FROM cat.events WHERE k IN (SELECT value FROM json_each(?))`, db.terms.w, []any{"[1,2]"},
+			"SEARCH cat.events USING INTEGER PRIMARY KEY", "SCAN cat.events"},
+	} {
+		plan := queryPlan(t, c.db, c.q, c.args)
+		if !strings.Contains(plan, c.want) || strings.Contains(plan, c.never) {
+			t.Errorf("plan of %.60q: %s", c.q, plan)
+		}
+	}
+}
+
+// queryPlan returns the EXPLAIN QUERY PLAN of q, its steps joined by "; ".
+func queryPlan(t *testing.T, db *sql.DB, q string, args []any) string {
+	t.Helper()
+	rows, err := db.QueryContext(context.Background(), `EXPLAIN QUERY PLAN `+q, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,10 +124,7 @@ func TestUpdatePlan(t *testing.T) {
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	all := strings.Join(plan, "; ")
-	if !strings.Contains(all, "SEARCH checkpoints USING PRIMARY KEY") || strings.Contains(all, "SCAN checkpoints") {
-		t.Fatalf("plan of the checkpoint UPDATE: %s", all)
-	}
+	return strings.Join(plan, "; ")
 }
 
 func openAt(t *testing.T, path string) *DB {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -336,14 +337,22 @@ func (ti *termIndex) indexAll(ctx context.Context, work []termWork) error {
 		ps     []logPosting
 		states []termWork
 	)
+	froms, err := ti.watermarks(ctx, tx, work)
+	if err != nil {
+		return err
+	}
+	if err := ti.checkSeen(ctx, tx, work, froms); err != nil {
+		return err
+	}
 	for i, w := range work {
-		from, kept, err := ti.indexLog(ctx, tx, w.n, w.to)
-		if err != nil {
-			return err
-		}
+		from := froms[i]
 		done[i] = max(from, w.to)
 		if from >= w.to {
 			continue
+		}
+		kept, err := ti.indexLog(ctx, tx, w.n, from, w.to)
+		if err != nil {
+			return err
 		}
 		ps = append(ps, kept...)
 		states = append(states, w)
@@ -384,58 +393,110 @@ type logPosting struct {
 	posting
 }
 
-// indexLog checks, in tx, that log number n's events after its watermark up to
-// sequence to can be indexed, and returns the watermark it found and their postings
-// from the ids the seals handed over if they are all kept; if they are not, it writes
-// the postings from the catalog itself. The caller writes the kept postings and the
-// new watermark.
-func (ti *termIndex) indexLog(ctx context.Context, tx *sql.Tx, n int64, to uint64) (uint64, []logPosting, error) {
-	var from int64
-	if err := tx.StmtContext(ctx, ti.st.watermark).QueryRowContext(ctx, n).Scan(&from); err != nil {
-		return 0, nil, fmt.Errorf("watermark of log %d: %w", n, err)
+// watermarks returns, in tx, term_state's watermark of each log of work (0 for a log
+// it has none of), in one statement.
+func (ti *termIndex) watermarks(ctx context.Context, tx *sql.Tx, work []termWork) ([]uint64, error) {
+	ns := make([]int64, len(work))
+	for i, w := range work {
+		ns[i] = w.n
 	}
-	if uint64(from) >= to {
-		return uint64(from), nil, nil
+	got := make(map[int64]uint64, len(work))
+	rows, err := tx.StmtContext(ctx, ti.st.watermarks).QueryContext(ctx, jsonInts(ns))
+	if err != nil {
+		return nil, fmt.Errorf("watermarks of %d logs: %w", len(work), err)
 	}
-	// Seals commit whole batches of contiguous sequences, so if this transaction
-	// sees event to, it sees every event before it: the watermark never passes an
-	// event the index lacks.
-	var seen bool
-	if err := tx.StmtContext(ctx, ti.st.seen).QueryRowContext(ctx, key(n, to)).Scan(&seen); err != nil {
-		return 0, nil, fmt.Errorf("last event of log %d: %w", n, err)
+	defer rows.Close()
+	for rows.Next() {
+		var n, seq int64
+		if err := rows.Scan(&n, &seq); err != nil {
+			return nil, fmt.Errorf("watermarks of %d logs: %w", len(work), err)
+		}
+		got[n] = uint64(seq)
 	}
-	if !seen {
-		return 0, nil, fmt.Errorf("log %d has no event %d to index up to", n, to)
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("watermarks of %d logs: %w", len(work), err)
 	}
+	out := make([]uint64, len(work))
+	for i, w := range work {
+		out[i] = got[w.n]
+	}
+	return out, nil
+}
+
+// checkSeen checks, in one statement, that tx sees the event each log of work is to be
+// indexed up to (where that is past its watermark, froms). Seals commit whole batches
+// of contiguous sequences, so if this transaction sees event to, it sees every event
+// before it: the watermark never passes an event the index lacks.
+func (ti *termIndex) checkSeen(ctx context.Context, tx *sql.Tx, work []termWork, froms []uint64) error {
+	var keys []int64
+	for i, w := range work {
+		if froms[i] < w.to {
+			keys = append(keys, key(w.n, w.to))
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	var seen int
+	if err := tx.StmtContext(ctx, ti.st.seen).QueryRowContext(ctx, jsonInts(keys)).Scan(&seen); err != nil {
+		return fmt.Errorf("last events of %d logs: %w", len(keys), err)
+	}
+	if seen == len(keys) {
+		return nil
+	}
+	if len(keys) == 1 {
+		return fmt.Errorf("log %d has no event %d to index up to", keys[0]>>seqBits, seqOf(keys[0]))
+	}
+	return fmt.Errorf("the catalog has %d of the %d events to index %d logs up to", seen, len(keys), len(keys))
+}
+
+// jsonInts returns ns as a JSON array, for json_each.
+func jsonInts(ns []int64) string {
+	b := make([]byte, 0, 1+12*len(ns))
+	b = append(b, '[')
+	for i, n := range ns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, n, 10)
+	}
+	return string(append(b, ']'))
+}
+
+// indexLog returns, for log number n's events from its watermark from up to sequence
+// to, their postings from the ids the seals handed over if they are all kept; if they
+// are not, it writes the postings from the catalog itself, in tx. The caller writes
+// the kept postings and the new watermark.
+func (ti *termIndex) indexLog(ctx context.Context, tx *sql.Tx, n int64, from, to uint64) ([]logPosting, error) {
 	// One posting per (kind, id) of the chunk, from the ids the seals handed over
 	// if they are all kept, else from the catalog. Plain INSERT: the chunk starts
 	// at the watermark, so a posting already there would be a bug, not a retry.
-	if ps, ok := ti.keptPostings(n, uint64(from)+1, to); ok {
-		return uint64(from), ps, nil
+	if ps, ok := ti.keptPostings(n, from+1, to); ok {
+		return ps, nil
 	}
-	lo, hi := key(n, uint64(from)), key(n, to)
+	lo, hi := key(n, from), key(n, to)
 	for _, stmt := range postingInserts {
-		if _, err := tx.ExecContext(ctx, stmt, lo, hi, n, from); err != nil {
-			return 0, nil, fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
+		if _, err := tx.ExecContext(ctx, stmt, lo, hi, n, int64(from)); err != nil {
+			return nil, fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
 		}
 	}
-	return uint64(from), nil, nil
+	return nil, nil
 }
 
 // termStmts are the indexer's statements, prepared once on its connection.
 type termStmts struct {
-	watermark *sql.Stmt // term_state.indexed_seq of log ?, or 0
-	seen      *sql.Stmt // whether the catalog holds the event of key ?
-	postings  *rowStmts // INSERTs of term_postings rows
-	state     *rowStmts // upserts of term_state rows
+	watermarks *sql.Stmt // term_state rows of the logs in the JSON array ?
+	seen       *sql.Stmt // how many of the keys in the JSON array ? the catalog holds
+	postings   *rowStmts // INSERTs of term_postings rows
+	state      *rowStmts // upserts of term_state rows
 }
 
 func (st *termStmts) prepare(ctx context.Context, w *sql.DB) error {
 	var err error
-	if st.watermark, err = w.PrepareContext(ctx, `SELECT coalesce(max(indexed_seq), 0) FROM term_state WHERE log = ?`); err != nil {
+	if st.watermarks, err = w.PrepareContext(ctx, `SELECT log, indexed_seq FROM term_state WHERE log IN (SELECT value FROM json_each(?))`); err != nil {
 		return fmt.Errorf("prepare: %w", err)
 	}
-	if st.seen, err = w.PrepareContext(ctx, `SELECT EXISTS (SELECT 1 FROM cat.events WHERE k = ?)`); err != nil {
+	if st.seen, err = w.PrepareContext(ctx, `SELECT count(*) FROM cat.events WHERE k IN (SELECT value FROM json_each(?))`); err != nil {
 		st.close()
 		return fmt.Errorf("prepare: %w", err)
 	}
@@ -456,7 +517,7 @@ func (st *termStmts) prepare(ctx context.Context, w *sql.DB) error {
 }
 
 func (st *termStmts) close() {
-	for _, s := range []*sql.Stmt{st.watermark, st.seen} {
+	for _, s := range []*sql.Stmt{st.watermarks, st.seen} {
 		if s != nil {
 			s.Close()
 		}
