@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/sealtrail/sealtrail/catalog"
@@ -56,16 +57,19 @@ func (c *sealCache) sync(ctx context.Context, db *DB) error {
 	return nil
 }
 
-// get returns the cached state of log.
+// get returns the cached state of log. Its compact range is a copy: the seal hands
+// the checkpoint to code that could change it.
 func (c *sealCache) get(log catalog.LogID) (sealState, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := c.m[log]
+	s.cp.Range = slices.Clone(s.cp.Range)
 	return s, ok
 }
 
-// put records the state of log after a committed seal.
+// put records the state of log after a committed seal (a copy of its compact range).
 func (c *sealCache) put(log catalog.LogID, s sealState) {
+	s.cp.Range = slices.Clone(s.cp.Range)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {

@@ -136,3 +136,26 @@ func openAt(t *testing.T, path string) *DB {
 	t.Cleanup(db.Close)
 	return db
 }
+
+// TestSealCacheBound checks that the cache keeps at most sealCacheMax streams and
+// never hands out its own compact range.
+func TestSealCacheBound(t *testing.T) {
+	var c sealCache
+	for i := range sealCacheMax + 10 {
+		log := catalog.LogID{ProjectID: fmt.Sprintf("prj_%d", i), Stream: catalog.StreamEvents}
+		c.put(log, sealState{cp: catalog.Checkpoint{Log: log, Size: 1, Range: []catalog.Hash{catalogtest.H("r")}}})
+	}
+	if len(c.m) != sealCacheMax {
+		t.Fatalf("%d streams cached, want %d", len(c.m), sealCacheMax)
+	}
+	log := catalog.LogID{ProjectID: "prj_last", Stream: catalog.StreamEvents}
+	c.put(log, sealState{cp: catalog.Checkpoint{Log: log, Size: 1, Range: []catalog.Hash{catalogtest.H("r")}}})
+	s, ok := c.get(log)
+	if !ok || len(s.cp.Range) != 1 {
+		t.Fatalf("the last stream put: %v, %+v", ok, s)
+	}
+	s.cp.Range[0] = catalogtest.H("changed")
+	if again, _ := c.get(log); again.cp.Range[0] != catalogtest.H("r") {
+		t.Fatal("changing a checkpoint from get changed the cache")
+	}
+}
