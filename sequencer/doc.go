@@ -61,7 +61,8 @@
 //     Crash: as after 4; nothing of 6-7 is needed for the acknowledgement to hold.
 //  6. Mirror work, at most every PublishInterval per stream: materialize entry bundles
 //     and hash tiles of (published_size, size], derived only from committed state (the
-//     payload bundles the batch rows name), and
+//     payload bundles the batch rows name; the leaf data this process committed is
+//     kept in memory from the commit until it is published, leafmemo.go), and
 //  7. publish the signed checkpoint note, then advance published_size.
 //     Steps 6-7 run for a round of streams at once (a stream's note only after its
 //     tiles are durable, its published_size only after its note is), under the

@@ -71,6 +71,7 @@ func (ls *logSequencer) publishLoop(sealed <-chan struct{}) {
 		}
 		done = target
 		ls.s.edges.trim(ls.log, target)
+		ls.s.leaves.trim(ls.log, target)
 	}
 }
 
@@ -157,9 +158,13 @@ func (s *Sequencer) publication(ctx context.Context, cp catalog.Checkpoint, w *t
 	return tiles.Publication{Writer: w, OldSize: cp.PublishedSize, LeafData: leaves, Root: cp.Root, Note: note}, nil
 }
 
-// leafData returns the leaf data of sequences [from, to] from the payload bundles of
-// the committed batches covering them.
+// leafData returns the leaf data of sequences [from, to]: from memory if this process
+// committed them and they are not yet published (leafmemo.go), else from the payload
+// bundles of the committed batches covering them.
 func (s *Sequencer) leafData(ctx context.Context, log catalog.LogID, from, to uint64) ([][]byte, error) {
+	if leaves, ok := s.leaves.get(log, from, to); ok {
+		return leaves, nil
+	}
 	batches, err := s.cfg.Catalog.BatchesCovering(ctx, log, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("batches %d-%d: %w", from, to, err)

@@ -47,7 +47,7 @@ func scanProject(row interface{ Scan(...any) error }) (catalog.Project, error) {
 
 // Project returns project id, or catalog.ErrNotFound.
 func (db *DB) Project(ctx context.Context, id string) (catalog.Project, error) {
-	p, err := scanProject(db.r.QueryRowContext(ctx, projectSelect+`WHERE id = ?`, id))
+	p, err := scanProject(db.queryRow(ctx, projectSelect+`WHERE id = ?`, id))
 	if err != nil {
 		return p, fmt.Errorf("sqlite: project %s: %w", id, mapErr(err))
 	}
@@ -125,7 +125,7 @@ func scanAPIKey(row interface{ Scan(...any) error }) (catalog.APIKey, error) {
 // APIKeyByHash returns the key whose secret hashes to hash, whatever its state (the
 // caller checks State), or catalog.ErrNotFound.
 func (db *DB) APIKeyByHash(ctx context.Context, hash []byte) (catalog.APIKey, error) {
-	k, err := scanAPIKey(db.r.QueryRowContext(ctx, apiKeySelect+`WHERE key_hash = ?`, hash))
+	k, err := scanAPIKey(db.queryRow(ctx, apiKeySelect+`WHERE key_hash = ?`, hash))
 	if err != nil {
 		return k, fmt.Errorf("sqlite: API key by hash: %w", mapErr(err))
 	}
@@ -236,7 +236,7 @@ func (db *DB) SigningKey(ctx context.Context, projectID, keyID string) (catalog.
 
 // ListSigningKeys returns the project's signing keys in id order.
 func (db *DB) ListSigningKeys(ctx context.Context, projectID string) ([]catalog.SigningKey, error) {
-	rows, err := db.r.QueryContext(ctx, signingKeySelect+`WHERE project_id = ? ORDER BY id`, projectID)
+	rows, err := db.query(ctx, signingKeySelect+`WHERE project_id = ? ORDER BY id`, projectID)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list signing keys: %w", err)
 	}

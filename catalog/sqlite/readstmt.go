@@ -26,9 +26,27 @@ type stmtKey struct {
 // queryRow runs the one-row read q on the readers through its prepared statement. A
 // statement that cannot be prepared runs unprepared, where the same error surfaces.
 func (db *DB) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
+	if st := db.readStmt(ctx, q); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return db.r.QueryRowContext(ctx, q, args...)
+}
+
+// query is queryRow for a read of any number of rows.
+func (db *DB) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	if st := db.readStmt(ctx, q); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return db.r.QueryContext(ctx, q, args...)
+}
+
+// readStmt returns the prepared statement of q on the readers, preparing it the first
+// time, or nil if it cannot be prepared (or the statements are closed).
+func (db *DB) readStmt(ctx context.Context, q string) *sql.Stmt {
 	s := &db.stmts
 	key := stmtKey{db.r, q}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	st, ok := s.m[key]
 	if !ok && !s.closed {
 		var err error
@@ -39,11 +57,7 @@ func (db *DB) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
 			s.m[key] = st
 		}
 	}
-	s.mu.Unlock()
-	if st == nil {
-		return db.r.QueryRowContext(ctx, q, args...)
-	}
-	return st.QueryRowContext(ctx, args...)
+	return st
 }
 
 // close closes the prepared statements; later reads run unprepared.

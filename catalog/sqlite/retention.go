@@ -96,7 +96,7 @@ func (db *DB) Unsuspend(ctx context.Context, projectID string) error {
 func (db *DB) Suspension(ctx context.Context, projectID string) (catalog.Suspension, error) {
 	s := catalog.Suspension{ProjectID: projectID}
 	var since int64
-	err := db.r.QueryRowContext(ctx, `SELECT reason, since_ms FROM project_suspensions WHERE project_id = ?`, projectID).
+	err := db.queryRow(ctx, `SELECT reason, since_ms FROM project_suspensions WHERE project_id = ?`, projectID).
 		Scan(&s.Reason, &since)
 	if err != nil {
 		return s, fmt.Errorf("sqlite: suspension of %s: %w", projectID, mapErr(err))

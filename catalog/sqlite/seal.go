@@ -46,6 +46,7 @@ type sealWrite struct {
 	n        int64 // log number
 	cp, next catalog.Checkpoint
 	b        *catalog.SealBatch
+	lastMS   *int64 // receive time of event cp.Size if cached (sealcache.go)
 }
 
 // sealGroup is SealGroup; with wait it waits for every lock instead of skipping the
@@ -81,24 +82,39 @@ func (db *DB) sealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.Se
 		cps    []catalog.Checkpoint
 		writes []sealWrite
 	)
+	if len(releases) > 0 {
+		if err := db.seals.sync(ctx, db); err != nil {
+			return out, err
+		}
+	}
 	for i, log := range logs {
 		if !locked[log] {
 			continue
 		}
-		cp, err := db.Checkpoint(ctx, log)
-		if errors.Is(err, catalog.ErrNotFound) {
-			cp, err = db.createCheckpoint(ctx, log)
+		w := sealWrite{at: i}
+		if s, ok := db.seals.get(log); ok {
+			w.cp = s.cp
+			db.pub.overlay(&w.cp)
+			if s.cp.Size > 0 {
+				w.lastMS = &s.lastMS
+			}
+		} else {
+			cp, err := db.Checkpoint(ctx, log)
+			if errors.Is(err, catalog.ErrNotFound) {
+				cp, err = db.createCheckpoint(ctx, log)
+			}
+			if err != nil {
+				return out, err
+			}
+			w.cp = cp
 		}
-		if err != nil {
+		out[i] = catalog.Sealed{Locked: true, Checkpoint: w.cp}
+		var err error
+		if w.n, _, err = db.logNum(ctx, log, true); err != nil {
 			return out, err
 		}
-		out[i] = catalog.Sealed{Locked: true, Checkpoint: cp}
-		n, _, err := db.logNum(ctx, log, true)
-		if err != nil {
-			return out, err
-		}
-		cps = append(cps, cp)
-		writes = append(writes, sealWrite{at: i, n: n, cp: cp})
+		cps = append(cps, w.cp)
+		writes = append(writes, w)
 	}
 	if len(cps) == 0 {
 		return out, nil
@@ -128,10 +144,8 @@ func (db *DB) sealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.Se
 		return out, nil
 	}
 	err = db.writeTx(ctx, func(tx *sql.Tx) error {
-		for _, w := range todo {
-			if err := db.writeSeal(ctx, tx, logs[w.at], w, now); err != nil {
-				return fmt.Errorf("%s: %w", logs[w.at], err)
-			}
+		if err := db.writeSeals(ctx, tx, logs, todo, now); err != nil {
+			return err
 		}
 		// Every stream's index rows together: a tick of many streams of one event
 		// each fills multi-row INSERTs instead of running one per stream.
@@ -156,6 +170,7 @@ func (db *DB) sealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.Se
 		return nil
 	})
 	if err != nil {
+		db.seals.drop(logs, todo)
 		if len(todo) == 1 {
 			return out, fmt.Errorf("sqlite: seal %s at size %d: %w", logs[todo[0].at], todo[0].cp.Size, err)
 		}
@@ -163,32 +178,11 @@ func (db *DB) sealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.Se
 	}
 	for _, w := range todo {
 		db.terms.sealed(w.n, w.next.Size, w.b.Events)
+		db.seals.put(logs[w.at], sealState{cp: w.next, lastMS: ms(w.b.Events[len(w.b.Events)-1].ReceivedAt)})
 		db.pub.overlay(&w.next)
 		out[w.at].Checkpoint = w.next
 	}
 	return out, nil
-}
-
-// writeSeal writes one project-stream's rows of a seal in tx: the checkpoint, the
-// batch row and the index rows.
-func (db *DB) writeSeal(ctx context.Context, tx *sql.Tx, log catalog.LogID, w sealWrite, now time.Time) error {
-	// The size check makes the commit conditional on the state fn saw; the in-process
-	// lock makes it always hold unless another process shares the file.
-	res, err := tx.StmtContext(ctx, db.tick.update).ExecContext(ctx,
-		int64(w.next.Size), w.next.Root[:], catalog.JoinHashes(w.next.Range), ms(now),
-		log.ProjectID, string(log.Stream), int64(w.cp.Size))
-	if err != nil {
-		return fmt.Errorf("update checkpoint: %w", err)
-	}
-	if n, err := res.RowsAffected(); err != nil || n != 1 {
-		return fmt.Errorf("%w: checkpoint of %s moved from size %d during the seal", catalog.ErrConflict, log, w.cp.Size)
-	}
-	obj, off, n := catalog.PayloadColumns(w.b)
-	if _, err := tx.StmtContext(ctx, db.tick.batch).ExecContext(ctx, log.ProjectID, string(log.Stream), int64(w.cp.Size+1),
-		len(w.b.Events), w.b.BatchID, ms(now), obj, off, n); err != nil {
-		return fmt.Errorf("insert batch: %w", mapErr(err))
-	}
-	return noteTimes(ctx, tx, db.tick.lastTime, w.n, w.cp.Size, w.b.Events)
 }
 
 func (db *DB) createCheckpoint(ctx context.Context, log catalog.LogID) (catalog.Checkpoint, error) {
@@ -414,7 +408,7 @@ func (db *DB) BatchesCovering(ctx context.Context, log catalog.LogID, first, las
 	if first > last {
 		return nil, nil
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length FROM batches
+	rows, err := db.query(ctx, `SELECT first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length FROM batches
 		WHERE project_id = ?1 AND stream = ?2 AND first_seq <= ?4 AND first_seq >= coalesce(
 			(SELECT max(first_seq) FROM batches WHERE project_id = ?1 AND stream = ?2 AND first_seq <= ?3), ?3)
 		ORDER BY first_seq`, log.ProjectID, string(log.Stream), int64(min(first, 1<<63-1)), int64(min(last, 1<<63-1)))

@@ -47,6 +47,7 @@ type DB struct {
 	r        *sql.DB // readers
 	ins      insertStmts
 	tick     tickStmts
+	seals    sealCache // sealcache.go
 	stmts    readStmts // readstmt.go
 	locks    lockTable // seal locks
 	publocks lockTable // publish locks

@@ -1,12 +1,16 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -84,8 +88,8 @@ func postingInsert(kind int, col string) string {
 
 // termIndex owns the term file's writer connection and the indexer goroutine.
 type termIndex struct {
-	w    *sql.DB   // one connection: the term file as main, the catalog attached as cat
-	ins  *sql.Stmt // the INSERT of postingRowsPerInsert postings (terms_recent.go)
+	w    *sql.DB // one connection: the term file as main, the catalog attached as cat
+	st   termStmts
 	log  *slog.Logger
 	wake chan struct{}
 	quit chan struct{}
@@ -117,10 +121,9 @@ func openTerms(ctx context.Context, path, catalogPath, id string, log *slog.Logg
 		w.Close()
 		return nil, fmt.Errorf("sqlite: term index %s: %w", path, err)
 	}
-	var err error
-	if ti.ins, err = w.PrepareContext(ctx, postingInsertRows(postingRowsPerInsert)); err != nil {
+	if err := ti.st.prepare(ctx, w); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("sqlite: term index %s: prepare: %w", path, err)
+		return nil, fmt.Errorf("sqlite: term index %s: %w", path, err)
 	}
 	go ti.run()
 	return ti, nil
@@ -200,7 +203,7 @@ func (ti *termIndex) load(ctx context.Context, id string) error {
 func (ti *termIndex) close() error {
 	close(ti.quit)
 	<-ti.done
-	ti.ins.Close()
+	ti.st.close()
 	return ti.w.Close()
 }
 
@@ -319,6 +322,10 @@ func (ti *termIndex) index(ctx context.Context, n int64, to uint64) error {
 }
 
 // indexAll indexes every part of work in one transaction with their new watermarks.
+// The postings and watermarks of all its project-streams go into multi-row
+// statements prepared once (termStmts): a tick of many quiet streams hands the
+// indexer one or two events per stream, and a statement or two per row, each parsed
+// anew, was most of the indexer's cost.
 func (ti *termIndex) indexAll(ctx context.Context, work []termWork) error {
 	tx, err := ti.w.BeginTx(ctx, nil)
 	if err != nil {
@@ -326,15 +333,46 @@ func (ti *termIndex) indexAll(ctx context.Context, work []termWork) error {
 	}
 	defer tx.Rollback()
 	done := make([]uint64, len(work))
-	wrote := false
+	var (
+		ps     []logPosting
+		states []termWork
+	)
+	froms, err := ti.watermarks(ctx, tx, work)
+	if err != nil {
+		return err
+	}
+	if err := ti.checkSeen(ctx, tx, work, froms); err != nil {
+		return err
+	}
 	for i, w := range work {
-		from, err := ti.indexLog(ctx, tx, w.n, w.to)
+		from := froms[i]
+		done[i] = max(from, w.to)
+		if from >= w.to {
+			continue
+		}
+		kept, err := ti.indexLog(ctx, tx, w.n, from, w.to)
 		if err != nil {
 			return err
 		}
-		done[i], wrote = max(from, w.to), wrote || from < w.to
+		ps = append(ps, kept...)
+		states = append(states, w)
 	}
-	if wrote {
+	if len(states) > 0 {
+		// In the order of the primary key, so the inserts walk the B-tree once.
+		slices.SortFunc(ps, func(a, b logPosting) int {
+			return cmp.Or(cmp.Compare(a.n, b.n), cmp.Compare(a.kind, b.kind), strings.Compare(a.value, b.value))
+		})
+		if _, err := ti.st.postings.exec(ctx, tx, len(ps), func(i int, to []any) []any {
+			p := &ps[i]
+			return append(to, p.n, p.kind, p.value, int64(p.last), string(p.seqs))
+		}); err != nil {
+			return fmt.Errorf("index %d postings of %d logs: %w", len(ps), len(states), err)
+		}
+		if _, err := ti.st.state.exec(ctx, tx, len(states), func(i int, to []any) []any {
+			return append(to, states[i].n, int64(states[i].to))
+		}); err != nil {
+			return fmt.Errorf("watermarks of %d logs: %w", len(states), err)
+		}
 		if err := tx.Commit(); err != nil {
 			return err
 		}
@@ -348,47 +386,144 @@ func (ti *termIndex) indexAll(ctx context.Context, work []termWork) error {
 	return nil
 }
 
-// indexLog writes, in tx, the postings of log number n's events after its watermark
-// up to sequence to, and the new watermark; it returns the watermark it found.
-func (ti *termIndex) indexLog(ctx context.Context, tx *sql.Tx, n int64, to uint64) (uint64, error) {
-	var from int64
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(indexed_seq), 0) FROM term_state WHERE log = ?`, n).Scan(&from); err != nil {
-		return 0, fmt.Errorf("watermark of log %d: %w", n, err)
+// logPosting is a posting of log number n of kind termActor or termTarget.
+type logPosting struct {
+	n    int64
+	kind int
+	posting
+}
+
+// watermarks returns, in tx, term_state's watermark of each log of work (0 for a log
+// it has none of), in one statement.
+func (ti *termIndex) watermarks(ctx context.Context, tx *sql.Tx, work []termWork) ([]uint64, error) {
+	ns := make([]int64, len(work))
+	for i, w := range work {
+		ns[i] = w.n
 	}
-	if uint64(from) >= to {
-		return uint64(from), nil
+	got := make(map[int64]uint64, len(work))
+	rows, err := tx.StmtContext(ctx, ti.st.watermarks).QueryContext(ctx, jsonInts(ns))
+	if err != nil {
+		return nil, fmt.Errorf("watermarks of %d logs: %w", len(work), err)
 	}
-	lo, hi := key(n, uint64(from)), key(n, to)
-	// Seals commit whole batches of contiguous sequences, so if this transaction
-	// sees event to, it sees every event before it: the watermark never passes an
-	// event the index lacks.
-	var seen bool
-	if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM cat.events WHERE k = ?)`, hi).Scan(&seen); err != nil {
-		return 0, fmt.Errorf("last event of log %d: %w", n, err)
+	defer rows.Close()
+	for rows.Next() {
+		var n, seq int64
+		if err := rows.Scan(&n, &seq); err != nil {
+			return nil, fmt.Errorf("watermarks of %d logs: %w", len(work), err)
+		}
+		got[n] = uint64(seq)
 	}
-	if !seen {
-		return 0, fmt.Errorf("log %d has no event %d to index up to", n, to)
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("watermarks of %d logs: %w", len(work), err)
 	}
+	out := make([]uint64, len(work))
+	for i, w := range work {
+		out[i] = got[w.n]
+	}
+	return out, nil
+}
+
+// checkSeen checks, in one statement, that tx sees the event each log of work is to be
+// indexed up to (where that is past its watermark, froms). Seals commit whole batches
+// of contiguous sequences, so if this transaction sees event to, it sees every event
+// before it: the watermark never passes an event the index lacks.
+func (ti *termIndex) checkSeen(ctx context.Context, tx *sql.Tx, work []termWork, froms []uint64) error {
+	var keys []int64
+	for i, w := range work {
+		if froms[i] < w.to {
+			keys = append(keys, key(w.n, w.to))
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	var seen int
+	if err := tx.StmtContext(ctx, ti.st.seen).QueryRowContext(ctx, jsonInts(keys)).Scan(&seen); err != nil {
+		return fmt.Errorf("last events of %d logs: %w", len(keys), err)
+	}
+	if seen == len(keys) {
+		return nil
+	}
+	if len(keys) == 1 {
+		return fmt.Errorf("log %d has no event %d to index up to", keys[0]>>seqBits, seqOf(keys[0]))
+	}
+	return fmt.Errorf("the catalog has %d of the %d events to index %d logs up to", seen, len(keys), len(keys))
+}
+
+// jsonInts returns ns as a JSON array, for json_each.
+func jsonInts(ns []int64) string {
+	b := make([]byte, 0, 1+12*len(ns))
+	b = append(b, '[')
+	for i, n := range ns {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, n, 10)
+	}
+	return string(append(b, ']'))
+}
+
+// indexLog returns, for log number n's events from its watermark from up to sequence
+// to, their postings from the ids the seals handed over if they are all kept; if they
+// are not, it writes the postings from the catalog itself, in tx. The caller writes
+// the kept postings and the new watermark.
+func (ti *termIndex) indexLog(ctx context.Context, tx *sql.Tx, n int64, from, to uint64) ([]logPosting, error) {
 	// One posting per (kind, id) of the chunk, from the ids the seals handed over
 	// if they are all kept, else from the catalog. Plain INSERT: the chunk starts
 	// at the watermark, so a posting already there would be a bug, not a retry.
-	done, err := ti.indexKept(ctx, tx, n, uint64(from)+1, to)
-	if err != nil {
-		return 0, fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
+	if ps, ok := ti.keptPostings(n, from+1, to); ok {
+		return ps, nil
 	}
+	lo, hi := key(n, from), key(n, to)
 	for _, stmt := range postingInserts {
-		if done {
-			break
-		}
-		if _, err := tx.ExecContext(ctx, stmt, lo, hi, n, from); err != nil {
-			return 0, fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
+		if _, err := tx.ExecContext(ctx, stmt, lo, hi, n, int64(from)); err != nil {
+			return nil, fmt.Errorf("index events of log %d in (%d, %d]: %w", n, from, to, err)
 		}
 	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO term_state(log, indexed_seq) VALUES (?, ?)
-		ON CONFLICT(log) DO UPDATE SET indexed_seq = excluded.indexed_seq`, n, int64(to)); err != nil {
-		return 0, err
+	return nil, nil
+}
+
+// termStmts are the indexer's statements, prepared once on its connection.
+type termStmts struct {
+	watermarks *sql.Stmt // term_state rows of the logs in the JSON array ?
+	seen       *sql.Stmt // how many of the keys in the JSON array ? the catalog holds
+	postings   *rowStmts // INSERTs of term_postings rows
+	state      *rowStmts // upserts of term_state rows
+}
+
+func (st *termStmts) prepare(ctx context.Context, w *sql.DB) error {
+	var err error
+	if st.watermarks, err = w.PrepareContext(ctx, `SELECT log, indexed_seq FROM term_state WHERE log IN (SELECT value FROM json_each(?))`); err != nil {
+		return fmt.Errorf("prepare: %w", err)
 	}
-	return uint64(from), nil
+	if st.seen, err = w.PrepareContext(ctx, `SELECT count(*) FROM cat.events WHERE k IN (SELECT value FROM json_each(?))`); err != nil {
+		st.close()
+		return fmt.Errorf("prepare: %w", err)
+	}
+	if st.postings, err = prepareRows(ctx, w, 5, func(rows int) string {
+		return `INSERT INTO term_postings(log, kind, value, last, seqs) VALUES ` + valuesRows(rows, 5)
+	}); err != nil {
+		st.close()
+		return err
+	}
+	if st.state, err = prepareRows(ctx, w, 2, func(rows int) string {
+		return `INSERT INTO term_state(log, indexed_seq) VALUES ` + valuesRows(rows, 2) + `
+			ON CONFLICT(log) DO UPDATE SET indexed_seq = excluded.indexed_seq`
+	}); err != nil {
+		st.close()
+		return err
+	}
+	return nil
+}
+
+func (st *termStmts) close() {
+	for _, s := range []*sql.Stmt{st.watermarks, st.seen} {
+		if s != nil {
+			s.Close()
+		}
+	}
+	st.postings.close()
+	st.state.close()
 }
 
 // attachConnector opens connections to dsn with the file at path attached under name.

@@ -1,9 +1,6 @@
 package sqlite
 
 import (
-	"context"
-	"database/sql"
-	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -118,60 +115,21 @@ func group(first uint64, ids []string) []posting {
 	return out
 }
 
-// postingRowsPerInsert is how many postings one INSERT statement writes.
-const postingRowsPerInsert = 200
-
-// insertPostings writes the postings of kind for log number n, with full the prepared
-// INSERT of postingRowsPerInsert rows.
-func insertPostings(ctx context.Context, tx *sql.Tx, full *sql.Stmt, n int64, kind int, ps []posting) error {
-	args := make([]any, 0, 5*min(len(ps), postingRowsPerInsert))
-	stmt := tx.StmtContext(ctx, full)
-	defer stmt.Close()
-	for len(ps) > 0 {
-		chunk := ps[:min(len(ps), postingRowsPerInsert)]
-		ps = ps[len(chunk):]
-		args = args[:0]
-		for _, p := range chunk {
-			args = append(args, n, kind, p.value, int64(p.last), string(p.seqs))
-		}
-		var err error
-		if len(chunk) == postingRowsPerInsert {
-			_, err = stmt.ExecContext(ctx, args...)
-		} else {
-			_, err = tx.ExecContext(ctx, postingInsertRows(len(chunk)), args...)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// postingInsertRows returns the INSERT of rows postings.
-func postingInsertRows(rows int) string {
-	var sb strings.Builder
-	sb.WriteString(`INSERT INTO term_postings(log, kind, value, last, seqs) VALUES `)
-	for i := range rows {
-		if i > 0 {
-			sb.WriteByte(',')
-		}
-		sb.WriteString("(?,?,?,?,?)")
-	}
-	return sb.String()
-}
-
-// indexKept writes the postings of log number n's events from..to from the kept
-// ids, and reports false (writing nothing) if they are not all kept.
-func (ti *termIndex) indexKept(ctx context.Context, tx *sql.Tx, n int64, from, to uint64) (bool, error) {
+// keptPostings returns the postings of log number n's events from..to from the kept
+// ids, and false if they are not all kept.
+func (ti *termIndex) keptPostings(n int64, from, to uint64) ([]logPosting, bool) {
 	actors, targets, ok := ti.kept(n, from, to)
 	if !ok {
-		return false, nil
+		return nil, false
 	}
-	if err := insertPostings(ctx, tx, ti.ins, n, termActor, group(from, actors)); err != nil {
-		return true, fmt.Errorf("actor postings: %w", err)
+	var out []logPosting
+	for _, k := range []struct {
+		kind int
+		ids  []string
+	}{{termActor, actors}, {termTarget, targets}} {
+		for _, p := range group(from, k.ids) {
+			out = append(out, logPosting{n: n, kind: k.kind, posting: p})
+		}
 	}
-	if err := insertPostings(ctx, tx, ti.ins, n, termTarget, group(from, targets)); err != nil {
-		return true, fmt.Errorf("target postings: %w", err)
-	}
-	return true, nil
+	return out, true
 }

@@ -6,31 +6,59 @@ import (
 	"fmt"
 )
 
-// tickStmts are the statements a seal runs once per project-stream of a tick, prepared
-// once on the writer connection: with many project-streams in a tick, parsing their
-// text again each time was a visible part of the seal's CPU (the profile's
-// sqlite3RunParser, yy_reduce).
+// tickStmts are the statements a seal runs for the project-streams of a tick,
+// prepared once on the writer connection: with many project-streams in a tick,
+// parsing their text again each time was a visible part of the seal's CPU (the
+// profile's sqlite3RunParser, yy_reduce), and so was running one statement per stream
+// (tickrows.go).
 type tickStmts struct {
-	// update advances a checkpoint if it is still at the size the seal read.
-	update *sql.Stmt
+	// update advances checkpoints if they are still at the sizes the seal read.
+	update *rowStmts
+	// batch inserts batch rows.
+	batch *rowStmts
 	// lastTime reads the receive time of a project-stream's last event (noteTimes).
 	lastTime *sql.Stmt
-	// batch inserts a batch row.
-	batch *sql.Stmt
+	// version reads the writer's data_version (sealcache.go).
+	version *sql.Stmt
+}
+
+// updateCols and batchCols are the parameters per row of tickStmts.update and batch.
+const (
+	updateCols = 7
+	batchCols  = 9
+)
+
+// updateStatement advances the checkpoints of rows project-streams, each row of
+// VALUES being (project_id, stream, old size, new size, root, compact range, ms). A
+// row whose checkpoint is no longer at the old size matches nothing, so the rows
+// affected say whether every checkpoint was where the seal found it.
+func updateStatement(rows int) string {
+	return `UPDATE checkpoints SET size = v.column4, root = v.column5, compact_range = v.column6, updated_ms = v.column7
+		FROM (VALUES ` + valuesRows(rows, updateCols) + `) AS v
+		WHERE checkpoints.project_id = v.column1 AND checkpoints.stream = v.column2 AND checkpoints.size = v.column3`
+}
+
+func batchStatement(rows int) string {
+	return `INSERT INTO batches(project_id, stream, first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length)
+		VALUES ` + valuesRows(rows, batchCols)
 }
 
 func (st *tickStmts) prepare(ctx context.Context, w *sql.DB) error {
+	var err error
+	if st.update, err = prepareRows(ctx, w, updateCols, updateStatement); err != nil {
+		return err
+	}
+	if st.batch, err = prepareRows(ctx, w, batchCols, batchStatement); err != nil {
+		st.close()
+		return err
+	}
 	for _, s := range []struct {
 		to   **sql.Stmt
 		text string
 	}{
-		{&st.update, `UPDATE checkpoints SET size = ?, root = ?, compact_range = ?, updated_ms = ?
-			WHERE project_id = ? AND stream = ? AND size = ?`},
 		{&st.lastTime, `SELECT received_ms FROM events WHERE k = ?`},
-		{&st.batch, `INSERT INTO batches(project_id, stream, first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`},
+		{&st.version, `PRAGMA data_version`},
 	} {
-		var err error
 		if *s.to, err = w.PrepareContext(ctx, s.text); err != nil {
 			st.close()
 			return fmt.Errorf("sqlite: prepare %q: %w", s.text, err)
@@ -40,7 +68,9 @@ func (st *tickStmts) prepare(ctx context.Context, w *sql.DB) error {
 }
 
 func (st *tickStmts) close() {
-	for _, s := range []**sql.Stmt{&st.update, &st.lastTime, &st.batch} {
+	st.update.close()
+	st.batch.close()
+	for _, s := range []**sql.Stmt{&st.lastTime, &st.version} {
 		if *s != nil {
 			(*s).Close()
 			*s = nil

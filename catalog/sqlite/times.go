@@ -31,11 +31,15 @@ import (
 
 // noteTimes clears times_ordered of project-stream n, in the seal's transaction, if
 // the receive times of events (sequences size+1...) are not each at least the one
-// before, the first compared with that of sequence size. lastTime is
-// tickStmts.lastTime.
-func noteTimes(ctx context.Context, tx *sql.Tx, lastTime *sql.Stmt, n int64, size uint64, events []catalog.Event) error {
+// before, the first compared with that of sequence size: *lastMS if lastMS is not
+// nil, else read with lastTime (tickStmts.lastTime).
+func noteTimes(ctx context.Context, tx *sql.Tx, lastTime *sql.Stmt, n int64, size uint64, lastMS *int64, events []catalog.Event) error {
 	var prev int64
-	if size > 0 {
+	switch {
+	case size == 0:
+	case lastMS != nil:
+		prev = *lastMS
+	default:
 		err := tx.StmtContext(ctx, lastTime).QueryRowContext(ctx, key(n, size)).Scan(&prev)
 		if errors.Is(err, sql.ErrNoRows) {
 			// No row for the last sequence (never so in a catalog this package
