@@ -72,7 +72,7 @@ func (c *cachedHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 			return c.slow.ReadHashes(indexes) // its error
 		}
 		t, k, j := treeTile(x, n)
-		at, ok := c.r.cache.c.Get(c.r.prefix.Key(TilePath(t)))
+		at, ok := c.r.cache.c.Get(c.r.prefix.tileKey(t))
 		if !ok || (j+1)<<k > t.W {
 			return c.slow.ReadHashes(indexes)
 		}
