@@ -208,6 +208,7 @@ type Sequencer struct {
 	pub     *publisher // the publication rounds
 	cache   *payloadCache
 	edges   *edgeCache
+	heads   *headCache // heads.go
 	tiles   *tiles.TileCache
 	metrics *metrics
 }
@@ -221,7 +222,7 @@ func New(cfg Config) (*Sequencer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sequencer{cfg: cfg, logs: map[catalog.LogID]*logSequencer{}, cache: newPayloadCache(256), edges: newEdgeCache(), tiles: tc}
+	s := &Sequencer{cfg: cfg, logs: map[catalog.LogID]*logSequencer{}, cache: newPayloadCache(256), edges: newEdgeCache(), heads: newHeadCache(cfg.Catalog), tiles: tc}
 	s.metrics = newMetrics(s, cfg.Registerer)
 	s.group = newCommitter(s)
 	s.pub = &publisher{s: s}
