@@ -42,6 +42,9 @@ func (nopSequencer) Proofs(context.Context, catalog.LogID) (*tiles.Reader, tiles
 func (nopSequencer) ProofsOver(context.Context, catalog.LogID, uint64) (*tiles.Reader, tiles.Tree, error) {
 	return nil, tiles.Tree{}, errNop
 }
+func (nopSequencer) EventSequence(context.Context, catalog.LogID, string) (uint64, error) {
+	return 0, errNop
+}
 func (nopSequencer) Events(context.Context, catalog.LogID, []uint64) ([]sequencer.Stored, error) {
 	return nil, errNop
 }
@@ -56,9 +59,6 @@ func (nopCatalog) ListSigningKeys(context.Context, string) ([]catalog.SigningKey
 }
 func (nopCatalog) SigningKey(context.Context, string, string) (catalog.SigningKey, error) {
 	return catalog.SigningKey{}, errNop
-}
-func (nopCatalog) EventSequence(context.Context, catalog.LogID, string) (uint64, error) {
-	return 0, errNop
 }
 func (nopCatalog) EventByID(context.Context, catalog.LogID, string) (catalog.Event, error) {
 	return catalog.Event{}, errNop

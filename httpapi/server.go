@@ -34,6 +34,9 @@ type Sequencer interface {
 	SubmitMany(ctx context.Context, log catalog.LogID, es []sequencer.Entry) ([]sequencer.Result, []error)
 	Tree(ctx context.Context, log catalog.LogID) (tiles.Tree, error)
 	Proofs(ctx context.Context, log catalog.LogID) (*tiles.Reader, tiles.Tree, error)
+	// EventSequence is the sequence of the committed event id (an inclusion proof's
+	// leaf), or an error wrapping catalog.ErrNotFound.
+	EventSequence(ctx context.Context, log catalog.LogID, id string) (uint64, error)
 	// ProofsOver is Proofs over a committed tree of at least size leaves, or the live
 	// one if none is that large.
 	ProofsOver(ctx context.Context, log catalog.LogID, size uint64) (*tiles.Reader, tiles.Tree, error)
@@ -48,8 +51,6 @@ type Catalog interface {
 	ListSigningKeys(ctx context.Context, projectID string) ([]catalog.SigningKey, error)
 	SigningKey(ctx context.Context, projectID, keyID string) (catalog.SigningKey, error)
 	EventByID(ctx context.Context, log catalog.LogID, id string) (catalog.Event, error)
-	// EventSequence is the sequence of EventByID's row, read from the id index alone.
-	EventSequence(ctx context.Context, log catalog.LogID, id string) (uint64, error)
 	QueryEvents(ctx context.Context, q catalog.Query) ([]catalog.Event, error)
 	ListTreeHeads(ctx context.Context, log catalog.LogID, limit int) ([]catalog.TreeHead, error)
 }

@@ -123,7 +123,7 @@ func (s *Server) inclusion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if eventID != "" {
-		seq, err := s.cfg.Catalog.EventSequence(r.Context(), log, eventID)
+		seq, err := s.cfg.Sequencer.EventSequence(r.Context(), log, eventID)
 		if errors.Is(err, catalog.ErrNotFound) {
 			writeError(w, http.StatusNotFound, "Event not found")
 			return

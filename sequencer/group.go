@@ -53,7 +53,7 @@ func (r *sealReq) committed(ls *logSequencer, p *pool, cp catalog.Checkpoint) {
 		p.size = max(p.size, end)
 		ls.lastSize = end // lastTS is this batch's time
 		ls.s.edges.add(ls.log, b.first, b.batch.Events)
-		ls.s.committedHead(ls.log, cp, end)
+		ls.s.committed(ls.log, cp, b.batch.Events)
 	} else if cp.Log == ls.log {
 		ls.s.heads.note(cp)
 	}

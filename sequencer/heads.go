@@ -155,9 +155,14 @@ func (s *Sequencer) head(ctx context.Context, log catalog.LogID, atLeast uint64,
 	return s.heads.noteRead(cp, epoch), nil
 }
 
-// committedHead records a commit of this process before its events are acknowledged.
-func (s *Sequencer) committedHead(log catalog.LogID, cp catalog.Checkpoint, end uint64) {
-	if cp.Log != log || cp.Size < end {
+// committed records a commit of this process, its head and its events' ids, before
+// its events are acknowledged.
+func (s *Sequencer) committed(log catalog.LogID, cp catalog.Checkpoint, events []catalog.Event) {
+	s.ids.add(log, events)
+	if len(events) == 0 {
+		return
+	}
+	if end := events[len(events)-1].Sequence; cp.Log != log || cp.Size < end {
 		// The checkpoint returned does not show the batch (its commit was only
 		// found afterwards): the cache cannot know the tree.
 		s.heads.forget(log)

@@ -2,6 +2,7 @@ package sequencer
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,7 +15,26 @@ import (
 // catalog only this process writes (as catalog/sqlite declares itself).
 type checkpointCounter struct {
 	Catalog
-	reads atomic.Int64
+	reads, idReads atomic.Int64
+}
+
+func (c *checkpointCounter) EventSequence(ctx context.Context, log catalog.LogID, id string) (uint64, error) {
+	c.idReads.Add(1)
+	return c.Catalog.EventSequence(ctx, log, id)
+}
+
+// checkIDs asserts that seq.EventSequence gives each result's sequence, and that an
+// unknown id is not found.
+func checkIDs(t *testing.T, seq *Sequencer, rs []Result) {
+	t.Helper()
+	for _, r := range rs {
+		if got, err := seq.EventSequence(context.Background(), testLog, r.ID); err != nil || got != r.Sequence {
+			t.Fatalf("EventSequence(%s) = %d, %v; want %d", r.ID, got, err, r.Sequence)
+		}
+	}
+	if _, err := seq.EventSequence(context.Background(), testLog, "evt_unknown"); !errors.Is(err, catalog.ErrNotFound) {
+		t.Fatalf("EventSequence of an unknown id: %v", err)
+	}
 }
 
 func (c *checkpointCounter) Checkpoint(ctx context.Context, log catalog.LogID) (catalog.Checkpoint, error) {
@@ -75,7 +95,12 @@ func TestHeadsSoleWriter(t *testing.T) {
 		t.Fatal("a SoleWriter catalog did not make the head cache authoritative")
 	}
 	ctx := context.Background()
-	want := leafHashes(h.submitN(testLog, 20), nil)
+	rs := h.submitN(testLog, 20)
+	want := leafHashes(rs, nil)
+	checkIDs(t, h.seq, rs)
+	if n := cc.idReads.Load(); n != 1 { // the unknown id
+		t.Fatalf("%d id lookups in the catalog for ids this process committed, want 1 (the unknown one)", n)
+	}
 	reads := cc.reads.Load()
 	for range 50 {
 		tree, err := h.seq.Tree(ctx, testLog)
@@ -145,7 +170,16 @@ func TestHeadsSharedCatalog(t *testing.T) {
 		_ = b.seq.Close(ctx)
 	})
 	ctx := context.Background()
-	want := leafHashes(b.submitN(testLog, 10), nil)
+	rs := b.submitN(testLog, 10)
+	want := leafHashes(rs, nil)
+	checkIDs(t, a.seq, rs) // committed by the other replica: from the catalog
+	if n := ca.idReads.Load(); n != int64(len(rs))+1 {
+		t.Fatalf("%d id lookups in the catalog, want %d", n, len(rs)+1)
+	}
+	checkIDs(t, a.seq, rs) // now from memory
+	if n := ca.idReads.Load(); n != int64(len(rs))+2 {
+		t.Fatalf("%d id lookups in the catalog after a second pass, want %d (the unknown id again)", n, len(rs)+2)
+	}
 	tree, err := a.seq.Tree(ctx, testLog)
 	if err != nil || tree.Size != 10 {
 		t.Fatalf("replica a's live tree after b sealed 10: %+v, %v", tree, err)
