@@ -47,8 +47,8 @@ const (
 	headCacheSize = 1 << 13
 )
 
-// soleWriter is implemented by a catalog that only one process writes
-// (catalog/sqlite); it lets the cached head stand for the live tree.
+// soleWriter is implemented by a catalog that only one process, and in it one
+// Sequencer, writes (catalog/sqlite); it lets the cached head stand for the live tree.
 type soleWriter interface{ SoleWriter() bool }
 
 // head is a committed tree of one stream and, once built, the proof Reader over it.
