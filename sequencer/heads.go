@@ -39,11 +39,13 @@ import (
 // turned out committed) forgets the stream's head; so does a publication beyond it.
 // A catalog read racing with a forget is not cached (epoch).
 
-// maxCachedEdge bounds the unmaterialized leaves of a Reader kept with its head: a
-// longer edge (publication lagging far behind) is read for each request, as before,
-// so the cache holds at most headCacheSize × maxCachedEdge leaf hashes.
+// maxCachedEdge bounds the unmaterialized leaves of a Reader kept with its head, and
+// edgeBudget those of all the kept Readers together (32 MiB of leaf hashes, plus their
+// memoized subtrees): a longer edge, or one beyond the budget (publication lagging far
+// behind), is read for each request, as before.
 const (
 	maxCachedEdge = 1 << 12
+	edgeBudget    = 1 << 20
 	headCacheSize = 1 << 13
 )
 
@@ -57,20 +59,47 @@ type head struct {
 	size, published uint64
 	tree            tiles.Tree
 	rd              atomic.Pointer[tiles.Reader]
+	edgeCost        int // edge leaves of rd charged to the budget (headCache.mu)
 }
 
 type headCache struct {
 	sole bool
 
-	mu    sync.Mutex // serializes updates; reads go to the LRU, which locks itself
-	epoch uint64     // incremented by forget
-	c     *lru.Cache[catalog.LogID, *head]
+	mu     sync.Mutex // serializes updates; reads go to the LRU, which locks itself
+	epoch  uint64     // incremented by forget
+	budget int        // edge leaves the kept Readers may still hold
+	c      *lru.Cache[catalog.LogID, *head]
 }
 
 func newHeadCache(cat Catalog) *headCache {
-	c, _ := lru.New[catalog.LogID, *head](headCacheSize) // only fails for a size <= 0
 	sw, ok := cat.(soleWriter)
-	return &headCache{sole: ok && sw.SoleWriter(), c: c}
+	hc := &headCache{sole: ok && sw.SoleWriter(), budget: edgeBudget}
+	// Evictions happen in Add and Remove, which run under hc.mu.
+	hc.c, _ = lru.NewWithEvict(headCacheSize, func(_ catalog.LogID, h *head) { hc.release(h) }) // only fails for a size <= 0
+	return hc
+}
+
+// release gives the budget h's Reader held back; under c.mu.
+func (c *headCache) release(h *head) {
+	c.budget += h.edgeCost
+	h.edgeCost = 0
+}
+
+// keep makes rd, over edge unmaterialized leaves, the Reader of h if h is still the
+// stream's head and the budget allows, and returns the Reader to use.
+func (c *headCache) keep(log catalog.LogID, h *head, rd *tiles.Reader, edge int) *tiles.Reader {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur := h.rd.Load(); cur != nil {
+		return cur
+	}
+	if now, ok := c.c.Peek(log); !ok || now != h || edge > maxCachedEdge || edge > c.budget {
+		return rd
+	}
+	c.budget -= edge
+	h.edgeCost = edge
+	h.rd.Store(rd)
+	return rd
 }
 
 func headOf(cp catalog.Checkpoint) *head {
@@ -96,6 +125,7 @@ func (c *headCache) noteLocked(cp catalog.Checkpoint) *head {
 			h.size, h.tree = old.size, old.tree
 		}
 		h.published = max(h.published, old.published)
+		c.release(old) // Add replaces it without an eviction
 	}
 	c.c.Add(cp.Log, h)
 	return h
@@ -123,6 +153,7 @@ func (c *headCache) published(log catalog.LogID, size uint64) {
 		c.epoch++
 		c.c.Remove(log)
 	default:
+		c.release(old)
 		c.c.Add(log, &head{size: old.size, published: size, tree: old.tree})
 	}
 }
@@ -199,22 +230,18 @@ func (s *Sequencer) proofs(ctx context.Context, log catalog.LogID, atLeast uint6
 		}
 	}
 	var rd *tiles.Reader
+	edge := 0
 	if h.published >= h.size {
 		rd = tiles.NewReader(s.cfg.Store, prefixOf(log), h.tree, s.tiles)
 	} else {
-		edge, err := s.edgeLeaves(ctx, log, h.published, h.size)
+		leaves, err := s.edgeLeaves(ctx, log, h.published, h.size)
 		if err != nil {
 			return nil, tiles.Tree{}, err
 		}
-		if rd, err = tiles.NewEdgeReader(s.cfg.Store, prefixOf(log), h.tree, h.published, edge, s.tiles); err != nil {
+		if rd, err = tiles.NewEdgeReader(s.cfg.Store, prefixOf(log), h.tree, h.published, leaves, s.tiles); err != nil {
 			return nil, tiles.Tree{}, fmt.Errorf("sequencer: %w", err)
 		}
-		if len(edge) > maxCachedEdge {
-			return rd, h.tree, nil
-		}
+		edge = len(leaves)
 	}
-	if !h.rd.CompareAndSwap(nil, rd) {
-		rd = h.rd.Load()
-	}
-	return rd, h.tree, nil
+	return s.heads.keep(log, h, rd, edge), h.tree, nil
 }

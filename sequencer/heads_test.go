@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/tiles"
 	"github.com/sealtrail/sealtrail/tlog"
 )
 
@@ -213,5 +214,41 @@ func TestHeadsSharedCatalog(t *testing.T) {
 	}
 	if n := ca.reads.Load() - before; n != 3 {
 		t.Fatalf("%d checkpoint reads for 3 live heads on a shared catalog, want 3", n)
+	}
+}
+
+// TestHeadsEdgeBudget: the Readers kept with heads hold at most edgeBudget
+// unmaterialized leaves together; a head replaced or forgotten gives its share back,
+// and a Reader for a head no longer current is not kept.
+func TestHeadsEdgeBudget(t *testing.T) {
+	c := newHeadCache(nil)
+	rd := tiles.NewReader(nil, "", tiles.Tree{}, nil)
+	logs := []catalog.LogID{{ProjectID: "p1", Stream: catalog.StreamEvents}, {ProjectID: "p2", Stream: catalog.StreamEvents}}
+	h1 := c.note(catalog.Checkpoint{Log: logs[0], Size: 10})
+	if got := c.keep(logs[0], h1, rd, maxCachedEdge); got != rd || h1.rd.Load() != rd || c.budget != edgeBudget-maxCachedEdge {
+		t.Fatalf("kept %v, budget %d", h1.rd.Load(), c.budget)
+	}
+	if got := c.keep(logs[0], h1, tiles.NewReader(nil, "", tiles.Tree{}, nil), 1); got != rd {
+		t.Fatal("a second Reader replaced the kept one")
+	}
+	h2 := c.note(catalog.Checkpoint{Log: logs[0], Size: 11})
+	if c.budget != edgeBudget {
+		t.Fatalf("budget %d after the head was replaced, want %d", c.budget, edgeBudget)
+	}
+	if c.keep(logs[0], h1, rd, 1); h1.rd.Load() != rd || c.budget != edgeBudget {
+		t.Fatalf("a Reader of a replaced head was charged: budget %d", c.budget)
+	}
+	if c.keep(logs[0], h2, rd, maxCachedEdge+1); h2.rd.Load() != nil {
+		t.Fatal("a Reader over more than maxCachedEdge leaves was kept")
+	}
+	c.budget = 5
+	h3 := c.note(catalog.Checkpoint{Log: logs[1], Size: 10})
+	if c.keep(logs[1], h3, rd, 6); h3.rd.Load() != nil || c.budget != 5 {
+		t.Fatalf("a Reader beyond the budget was kept: budget %d", c.budget)
+	}
+	c.keep(logs[1], h3, rd, 5)
+	c.forget(logs[1])
+	if h3.rd.Load() != rd || c.budget != 5 {
+		t.Fatalf("budget %d after forget, want 5", c.budget)
 	}
 }
