@@ -186,10 +186,9 @@ func (s *Sequencer) head(ctx context.Context, log catalog.LogID, atLeast uint64,
 	return s.heads.noteRead(cp, epoch), nil
 }
 
-// committed records a commit of this process, its head and its events' ids, before
-// its events are acknowledged.
+// committed records the head of a commit of this process before its events are
+// acknowledged.
 func (s *Sequencer) committed(log catalog.LogID, cp catalog.Checkpoint, events []catalog.Event) {
-	s.ids.add(log, events)
 	if len(events) == 0 {
 		return
 	}

@@ -19,10 +19,12 @@ type idKey struct {
 	id  string
 }
 
-// idCache maps the ids of events to their sequences: those this process committed
-// last (an inclusion proof by event id mostly asks for an event just acknowledged)
-// and those looked up since. A committed event's sequence never changes, so entries
-// never go stale; only committed events are added.
+// idCache maps the ids of events looked up recently to their sequences: a proof by
+// event id asked again (a client re-checking its receipt, an auditor's tool going over
+// a list) costs no catalog query. A committed event's sequence never changes, so
+// entries never go stale; only ids the catalog found are added. Ids are not added at
+// commit: an LRU insertion costs about 0.6 µs, which every ingested event would pay
+// for the few whose proof is asked (docs/performance.md, "proofs3").
 type idCache struct{ c *lru.Cache[idKey, uint64] }
 
 func newIDCache() *idCache {
@@ -30,16 +32,9 @@ func newIDCache() *idCache {
 	return &idCache{c: c}
 }
 
-// add records the events of a committed batch of log.
-func (c *idCache) add(log catalog.LogID, events []catalog.Event) {
-	for i := range events {
-		c.c.Add(idKey{log, events[i].ID}, events[i].Sequence)
-	}
-}
-
 // EventSequence returns the sequence of the committed event id of log, or an error
-// wrapping catalog.ErrNotFound: from memory for an event this process committed or
-// looked up recently, else from the catalog's id index.
+// wrapping catalog.ErrNotFound: from memory for an id looked up recently, else from
+// the catalog's id index.
 func (s *Sequencer) EventSequence(ctx context.Context, log catalog.LogID, id string) (uint64, error) {
 	if seq, ok := s.ids.c.Get(idKey{log, id}); ok {
 		return seq, nil
