@@ -103,6 +103,9 @@ type Catalog interface {
 	BatchesCovering(ctx context.Context, log LogID, first, last uint64) ([]Batch, error)
 
 	EventByID(ctx context.Context, log LogID, id string) (Event, error)
+	// EventSequence returns the sequence of EventByID's row alone (inclusion proofs by
+	// event id), or ErrNotFound.
+	EventSequence(ctx context.Context, log LogID, id string) (uint64, error)
 	EventsByID(ctx context.Context, log LogID, ids []string) (map[string]Event, error)
 	QueryEvents(ctx context.Context, q Query) ([]Event, error)
 

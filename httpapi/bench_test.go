@@ -29,16 +29,7 @@ func BenchmarkIngest(b *testing.B) {
 	}
 	defer db.Close()
 	seq := scriptedSequencer{}
-	ctl := control.New(db, seq, nil)
-	actor := control.Actor{Type: "operator", ID: "bench"}
-	p, err := ctl.CreateProject(ctx, actor, "p")
-	if err != nil {
-		b.Fatal(err)
-	}
-	token, _, err := ctl.CreateAPIKey(ctx, actor, p.ID, "", []string{catalog.ScopeWrite}, time.Time{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	ctl, _, token := benchProject(b, db, seq, catalog.ScopeWrite)
 	_, key, _ := tlog.GenerateKey()
 	s, err := New(Config{Control: ctl, Sequencer: seq, Catalog: db, Key: key, Store: mem.New(), RateLimit: 1 << 30})
 	if err != nil {
@@ -79,4 +70,22 @@ func cpuTime(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchProject returns a control service over db and seq, a new project's id and an
+// API key of the project with scope.
+func benchProject(b *testing.B, db *sqlite.DB, seq control.Sequencer, scope string) (*control.Service, string, string) {
+	b.Helper()
+	ctx := context.Background()
+	ctl := control.New(db, seq, nil)
+	actor := control.Actor{Type: "operator", ID: "bench"}
+	p, err := ctl.CreateProject(ctx, actor, "p")
+	if err != nil {
+		b.Fatal(err)
+	}
+	token, _, err := ctl.CreateAPIKey(ctx, actor, p.ID, "", []string{scope}, time.Time{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return ctl, p.ID, token
 }

@@ -39,6 +39,12 @@ func (nopSequencer) TileData(context.Context, catalog.LogID, sumdb.Tile) ([]byte
 func (nopSequencer) Proofs(context.Context, catalog.LogID) (*tiles.Reader, tiles.Tree, error) {
 	return nil, tiles.Tree{}, errNop
 }
+func (nopSequencer) ProofsOver(context.Context, catalog.LogID, uint64) (*tiles.Reader, tiles.Tree, error) {
+	return nil, tiles.Tree{}, errNop
+}
+func (nopSequencer) EventSequence(context.Context, catalog.LogID, string) (uint64, error) {
+	return 0, errNop
+}
 func (nopSequencer) Events(context.Context, catalog.LogID, []uint64) ([]sequencer.Stored, error) {
 	return nil, errNop
 }

@@ -34,6 +34,12 @@ type Sequencer interface {
 	SubmitMany(ctx context.Context, log catalog.LogID, es []sequencer.Entry) ([]sequencer.Result, []error)
 	Tree(ctx context.Context, log catalog.LogID) (tiles.Tree, error)
 	Proofs(ctx context.Context, log catalog.LogID) (*tiles.Reader, tiles.Tree, error)
+	// EventSequence is the sequence of the committed event id (an inclusion proof's
+	// leaf), or an error wrapping catalog.ErrNotFound.
+	EventSequence(ctx context.Context, log catalog.LogID, id string) (uint64, error)
+	// ProofsOver is Proofs over a committed tree of at least size leaves, or the live
+	// one if none is that large.
+	ProofsOver(ctx context.Context, log catalog.LogID, size uint64) (*tiles.Reader, tiles.Tree, error)
 	Materialize(ctx context.Context, log catalog.LogID) (tiles.Tree, error)
 	TileData(ctx context.Context, log catalog.LogID, t sumdb.Tile) ([]byte, error)
 	Events(ctx context.Context, log catalog.LogID, seqs []uint64) ([]sequencer.Stored, error)

@@ -43,6 +43,13 @@ var catalogKinds = []string{"sqlite", "postgres"}
 // writers in one batch.
 func newStack(t *testing.T, kind string, maxBatch int, maxAge time.Duration) *stack {
 	t.Helper()
+	cat := openCatalog(t, kind)
+	return startStack(t, cat, keyring.New(cat, stacktest.KEK(t), keyring.Options{}), maxBatch, maxAge, nil)
+}
+
+// openCatalog opens a new catalog of kind, closed at the end of the test.
+func openCatalog(t *testing.T, kind string) catalog.Catalog {
+	t.Helper()
 	ctx := context.Background()
 	var (
 		cat catalog.Catalog
@@ -60,7 +67,7 @@ func newStack(t *testing.T, kind string, maxBatch int, maxAge time.Duration) *st
 		t.Fatalf("open %s catalog: %v", kind, err)
 	}
 	t.Cleanup(cat.Close)
-	return startStack(t, cat, keyring.New(cat, stacktest.KEK(t), keyring.Options{}), maxBatch, maxAge, nil)
+	return cat
 }
 
 // startStack is newStack on a catalog and keyring of the caller's; cfg, if not nil,

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	sumdb "golang.org/x/mod/sumdb/tlog"
 	"net/http"
 	"strconv"
@@ -122,18 +123,35 @@ func (s *Server) inclusion(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if eventID != "" {
-		e, err := s.cfg.Catalog.EventByID(r.Context(), log, eventID)
+		seq, err := s.cfg.Sequencer.EventSequence(r.Context(), log, eventID)
 		if errors.Is(err, catalog.ErrNotFound) {
 			writeError(w, http.StatusNotFound, "Event not found")
 			return
+		}
+		if err == nil && seq == 0 {
+			err = fmt.Errorf("event %q has sequence 0", eventID)
 		}
 		if err != nil {
 			s.internal(w, r, "event by id", err)
 			return
 		}
-		leafIndex = e.Sequence - 1
+		leafIndex = seq - 1
 	}
-	rd, live, err := s.cfg.Sequencer.Proofs(r.Context(), log)
+	// A proof that names its tree size needs a committed tree at least that large, not
+	// the live one: the sequencer answers it from memory (sequencer/heads.go).
+	need := leafIndex + 1
+	if need == 0 { // leafIndex is the largest uint64: out of range below
+		need = leafIndex
+	}
+	var rd *tiles.Reader
+	var live tiles.Tree
+	var err error
+	if haveSize {
+		rd, live, err = s.cfg.Sequencer.ProofsOver(r.Context(), log, max(need, treeSize))
+	} else if rd, live, err = s.cfg.Sequencer.Proofs(r.Context(), log); err == nil && live.Size < need {
+		// The leaf may have been committed since the head this replica knows.
+		rd, live, err = s.cfg.Sequencer.ProofsOver(r.Context(), log, need)
+	}
 	if err != nil {
 		s.internal(w, r, "tree", err)
 		return
@@ -149,18 +167,12 @@ func (s *Server) inclusion(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "leafIndex must be less than treeSize ("+itoa(treeSize)+")")
 		return
 	}
-	proof, err := rd.InclusionProof(r.Context(), leafIndex, treeSize)
+	leaf, proof, err := rd.InclusionProofLeaf(r.Context(), leafIndex, treeSize)
 	if err != nil {
 		s.internal(w, r, "inclusion proof", err)
 		return
 	}
-	leaves, err := rd.LeafHashes(r.Context(), leafIndex, leafIndex+1)
-	if err != nil {
-		s.internal(w, r, "leaf hash", err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"stream": apiStreamName(log.Stream), "leafIndex": leafIndex,
-		"treeSize": treeSize, "leafHash": tlog.Hex(leaves[0]), "proof": hexes(proof)})
+	writeInclusion(w, apiStreamName(log.Stream), leafIndex, treeSize, leaf, proof)
 }
 
 // consistency is GET /api/v1/proof/consistency.
@@ -176,7 +188,14 @@ func (s *Server) consistency(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "oldSize is required")
 		return
 	}
-	rd, live, err := s.cfg.Sequencer.Proofs(r.Context(), log)
+	var rd *tiles.Reader
+	var live tiles.Tree
+	var err error
+	if haveNew { // any committed tree at least that large will do (see inclusion)
+		rd, live, err = s.cfg.Sequencer.ProofsOver(r.Context(), log, newSize)
+	} else {
+		rd, live, err = s.cfg.Sequencer.Proofs(r.Context(), log)
+	}
 	if err != nil {
 		s.internal(w, r, "tree", err)
 		return

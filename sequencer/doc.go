@@ -57,7 +57,11 @@
 //     (Tree) and proofs (Proofs) include it: leaves beyond published_size are proved
 //     from the committed leaf hashes (kept in memory by the process that committed
 //     them, else read from the index rows) together with the published tiles
-//     (tiles.NewEdgeReader), so its inclusion proof verifies at once.
+//     (tiles.NewEdgeReader), so its inclusion proof verifies at once. Before waking
+//     them the committer records the new head in memory (heads.go), from which
+//     proofs and signed heads are then served without a catalog read; the live head
+//     comes from memory only on a catalog this process alone writes (SQLite), else
+//     from the catalog.
 //     Crash: as after 4; nothing of 6-7 is needed for the acknowledgement to hold.
 //  6. Mirror work, at most every PublishInterval per stream: materialize entry bundles
 //     and hash tiles of (published_size, size], derived only from committed state (the

@@ -110,43 +110,31 @@ func (s *Sequencer) edgeLeaves(ctx context.Context, log catalog.LogID, from, to 
 	return out, nil
 }
 
-// Tree returns the committed tree of log: the size and root that signed heads and
-// proofs are served against. Every event acknowledged is in it, whether or not its
+// Tree returns the live committed tree of log: the size and root that signed heads
+// and proofs are served against. Every event acknowledged is in it, whether or not its
 // tiles are materialized yet. A log with no events has size 0 and the empty root.
 func (s *Sequencer) Tree(ctx context.Context, log catalog.LogID) (tiles.Tree, error) {
-	cp, err := s.checkpoint(ctx, log)
+	h, err := s.head(ctx, log, 0, true)
 	if err != nil {
 		return tiles.Tree{}, err
 	}
-	return treeOf(cp), nil
+	return h.tree, nil
 }
 
-// Proofs returns a reader of proofs over the committed tree of log. Leaves not yet
-// materialized are proved from the committed leaf hashes (tiles.NewEdgeReader), so an
-// event has a verifying inclusion proof as soon as it is acknowledged.
+// Proofs returns a reader of proofs over the live committed tree of log, and that
+// tree. Leaves not yet materialized are proved from the committed leaf hashes
+// (tiles.NewEdgeReader), so an event has a verifying inclusion proof as soon as it is
+// acknowledged. The Reader is shared by the requests against the same tree (heads.go).
 func (s *Sequencer) Proofs(ctx context.Context, log catalog.LogID) (*tiles.Reader, tiles.Tree, error) {
-	cp, err := s.checkpoint(ctx, log)
-	if err != nil {
-		return nil, tiles.Tree{}, err
-	}
-	if cp.Size-cp.PublishedSize > maxEdge {
-		if cp, err = s.publish(ctx, log, tiles.NewWriter(s.cfg.Store, prefixOf(log), s.cfg.Logger)); err != nil {
-			return nil, tiles.Tree{}, fmt.Errorf("sequencer: publish: %w", err)
-		}
-	}
-	t := treeOf(cp)
-	if cp.PublishedSize >= cp.Size {
-		return tiles.NewReader(s.cfg.Store, prefixOf(log), t, s.tiles), t, nil
-	}
-	edge, err := s.edgeLeaves(ctx, log, cp.PublishedSize, cp.Size)
-	if err != nil {
-		return nil, tiles.Tree{}, err
-	}
-	rd, err := tiles.NewEdgeReader(s.cfg.Store, prefixOf(log), t, cp.PublishedSize, edge, s.tiles)
-	if err != nil {
-		return nil, tiles.Tree{}, fmt.Errorf("sequencer: %w", err)
-	}
-	return rd, t, nil
+	return s.proofs(ctx, log, 0, true)
+}
+
+// ProofsOver is Proofs for a caller that needs a committed tree of at least size
+// leaves, not necessarily the live one: a proof that names its tree size, or of a leaf
+// that must be in the tree. It answers from memory when it can (heads.go); if no
+// committed tree is that large, the tree it returns is the live one, smaller.
+func (s *Sequencer) ProofsOver(ctx context.Context, log catalog.LogID, size uint64) (*tiles.Reader, tiles.Tree, error) {
+	return s.proofs(ctx, log, size, false)
 }
 
 // Materialize publishes log up to its committed size now, rather than when the publish
@@ -161,6 +149,7 @@ func (s *Sequencer) Materialize(ctx context.Context, log catalog.LogID) (tiles.T
 	if cp, err = s.publish(ctx, log, tiles.NewWriter(s.cfg.Store, prefixOf(log), s.cfg.Logger)); err != nil {
 		return tiles.Tree{}, fmt.Errorf("sequencer: publish: %w", err)
 	}
+	s.heads.note(cp)
 	return treeOf(cp), nil
 }
 

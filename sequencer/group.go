@@ -54,6 +54,9 @@ func (r *sealReq) committed(ls *logSequencer, p *pool, cp catalog.Checkpoint) {
 		ls.lastSize = end // lastTS is this batch's time
 		ls.s.edges.add(ls.log, b.first, b.batch.Events)
 		ls.s.leaves.add(ls.log, b.bundle)
+		ls.s.committed(ls.log, cp, b.batch.Events)
+	} else if cp.Log == ls.log {
+		ls.s.heads.note(cp)
 	}
 }
 

@@ -70,8 +70,7 @@ func (ls *logSequencer) publishLoop(sealed <-chan struct{}) {
 			continue
 		}
 		done = target
-		ls.s.edges.trim(ls.log, target)
-		ls.s.leaves.trim(ls.log, target)
+		ls.s.published(ls.log, target)
 	}
 }
 

@@ -37,6 +37,7 @@ type Catalog interface {
 	ListUnpublished(ctx context.Context) ([]catalog.Checkpoint, error)
 	BatchesCovering(ctx context.Context, log catalog.LogID, from, to uint64) ([]catalog.Batch, error)
 	EventsByID(ctx context.Context, log catalog.LogID, ids []string) (map[string]catalog.Event, error)
+	EventSequence(ctx context.Context, log catalog.LogID, id string) (uint64, error)
 	QueryEvents(ctx context.Context, q catalog.Query) ([]catalog.Event, error)
 }
 
@@ -208,7 +209,9 @@ type Sequencer struct {
 	pub     *publisher // the publication rounds
 	cache   *payloadCache
 	edges   *edgeCache
-	leaves  *leafMemo // leafmemo.go
+	leaves  *leafMemo  // leafmemo.go
+	heads   *headCache // heads.go
+	ids     *idCache   // ids.go
 	tiles   *tiles.TileCache
 	metrics *metrics
 }
@@ -222,7 +225,8 @@ func New(cfg Config) (*Sequencer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sequencer{cfg: cfg, logs: map[catalog.LogID]*logSequencer{}, cache: newPayloadCache(256), edges: newEdgeCache(), leaves: newLeafMemo(), tiles: tc}
+	s := &Sequencer{cfg: cfg, logs: map[catalog.LogID]*logSequencer{}, cache: newPayloadCache(256), edges: newEdgeCache(), leaves: newLeafMemo(),
+		heads: newHeadCache(cfg.Catalog), ids: newIDCache(), tiles: tc}
 	s.metrics = newMetrics(s, cfg.Registerer)
 	s.group = newCommitter(s)
 	s.pub = &publisher{s: s}

@@ -44,6 +44,31 @@ type edgeState struct {
 	mu         sync.Mutex
 	rootPub    tlog.Hash
 	authorized bool
+
+	// memo holds the hashes of subtrees of leaves computed so far: a Reader serves
+	// every proof against its tree (the sequencer shares it), and the subtrees of
+	// the edge are the same for all of them.
+	memoMu sync.Mutex
+	memo   map[node]tlog.Hash
+}
+
+// subtree returns the hash of nd, a perfect subtree of the edge's leaves
+// [from, from+2^level) (from relative to published), computing it once.
+func (e *edgeState) subtree(nd node, from uint64) tlog.Hash {
+	e.memoMu.Lock()
+	h, ok := e.memo[nd]
+	e.memoMu.Unlock()
+	if ok {
+		return h
+	}
+	h = subtreeOf(e.leaves[from : from+1<<uint(nd.level)])
+	e.memoMu.Lock()
+	if e.memo == nil {
+		e.memo = map[node]tlog.Hash{}
+	}
+	e.memo[nd] = h
+	e.memoMu.Unlock()
+	return h
 }
 
 // edgeHashReader returns a HashReader over the whole trusted tree for one call of
@@ -79,7 +104,7 @@ func (r *Reader) edgeHashReader(tr *tileReader) (tlog.HashReader, error) {
 
 func (r *Reader) combined(tr *tileReader, rootPub tlog.Hash) *edgeHashes {
 	e := r.edge
-	h := &edgeHashes{published: e.published, size: r.trusted.Size, leaves: e.leaves}
+	h := &edgeHashes{published: e.published, size: r.trusted.Size, edge: e}
 	if e.published > 0 {
 		h.base = tlog.TileHashReader(tlog.Tree{N: int64(e.published), Hash: rootPub}, tr)
 	}
@@ -117,11 +142,11 @@ func (u unauthenticatedHashes) ReadHashes(idx []int64) ([]tlog.Hash, error) {
 }
 
 // edgeHashes is a HashReader over a tree of size size whose first published leaves
-// are in tiles (read through base) and whose other leaves' hashes are leaves.
+// are in tiles (read through base) and whose other leaves' hashes are edge.leaves.
 type edgeHashes struct {
 	published, size uint64
 	base            tlog.HashReader
-	leaves          []tlog.Hash
+	edge            *edgeState // its leaves are those beyond published
 }
 
 // node is a complete subtree: level and index at that level.
@@ -181,7 +206,7 @@ func (h *edgeHashes) compute(nd node, known map[int64]tlog.Hash) tlog.Hash {
 	case end <= h.published:
 		return known[tlog.StoredHashIndex(nd.level, int64(nd.n))]
 	case start >= h.published:
-		return subtreeOf(h.leaves[start-h.published : end-h.published])
+		return h.edge.subtree(nd, start-h.published)
 	default:
 		return tlog.NodeHash(h.compute(node{nd.level - 1, 2 * nd.n}, known), h.compute(node{nd.level - 1, 2*nd.n + 1}, known))
 	}

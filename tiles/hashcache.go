@@ -67,13 +67,23 @@ type cachedHashReader struct {
 func (c *cachedHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	n := int64(c.r.trusted.Size)
 	out := make([]tlog.Hash, len(indexes))
+	// A proof reads its hashes level by level, several from each tile: look each
+	// tile up once.
+	var at *authTile
+	var atKey tileKey
 	for i, x := range indexes {
 		if x < 0 || x >= tlog.StoredHashIndex(0, n) {
 			return c.slow.ReadHashes(indexes) // its error
 		}
 		t, k, j := treeTile(x, n)
-		at, ok := c.r.cache.c.Get(c.r.prefix.Key(TilePath(t)))
-		if !ok || (j+1)<<k > t.W {
+		if key := c.r.prefix.tileKey(t); at == nil || key != atKey {
+			var ok bool
+			if at, ok = c.r.cache.c.Get(key); !ok {
+				return c.slow.ReadHashes(indexes)
+			}
+			atKey = key
+		}
+		if (j+1)<<k > t.W {
 			return c.slow.ReadHashes(indexes)
 		}
 		out[i] = at.hash(k, j)

@@ -17,17 +17,37 @@ type Tree struct {
 	Root tlog.Hash
 }
 
-// A TileCache keeps recently read tiles, keyed by object key. A tile path always
-// names the same bytes (partial tiles too), so entries never go stale; only tiles
-// authenticated against a trusted root are added. It is safe for concurrent use and
+// A TileCache keeps recently read tiles, keyed by log prefix and tile (what the
+// object key is made of). A tile path always names the same bytes (partial tiles
+// too), so entries never go stale; only tiles authenticated against a trusted root
+// are added. It is safe for concurrent use and
 // is meant to be shared by every Reader of one Store (keys do not name the store).
 type TileCache struct {
-	c *lru.Cache[string, *authTile] // hashcache.go
+	c *lru.Cache[tileKey, *authTile] // hashcache.go
+}
+
+// tileKey names a tile of one log: its prefix and its place (what its object key is
+// made of, without building the key).
+type tileKey struct {
+	prefix Prefix
+	l      int
+	n      int64
+	w      int
+}
+
+// tileKey returns the key of tile t of the log under p; like TilePath, it ignores t.H
+// and takes any width outside [1, TileWidth) as a full tile.
+func (p Prefix) tileKey(t tlog.Tile) tileKey {
+	w := t.W
+	if w <= 0 || w >= TileWidth {
+		w = TileWidth
+	}
+	return tileKey{prefix: p, l: t.L, n: t.N, w: w}
 }
 
 // NewTileCache returns a cache of at most maxTiles tiles (a full tile is 8 KiB).
 func NewTileCache(maxTiles int) (*TileCache, error) {
-	c, err := lru.New[string, *authTile](maxTiles)
+	c, err := lru.New[tileKey, *authTile](maxTiles)
 	if err != nil {
 		return nil, fmt.Errorf("tiles: tile cache: %w", err)
 	}
@@ -73,6 +93,27 @@ func (r *Reader) InclusionProof(ctx context.Context, index, size uint64) ([]tlog
 		return nil, fmt.Errorf("tiles: inclusion proof of leaf %d in tree %d of %s: %w", index, size, r.prefix, err)
 	}
 	return p, nil
+}
+
+// InclusionProofLeaf returns the hash of leaf index and its InclusionProof in the tree
+// of size size, in one pass over the tiles.
+func (r *Reader) InclusionProofLeaf(ctx context.Context, index, size uint64) (tlog.Hash, []tlog.Hash, error) {
+	if index >= size || size > r.trusted.Size {
+		return tlog.Hash{}, nil, fmt.Errorf("tiles: inclusion proof of leaf %d in tree %d (trusted size %d): out of range", index, size, r.trusted.Size)
+	}
+	var p tlog.RecordProof
+	var leaf []tlog.Hash
+	err := r.withHashes(ctx, func(hr tlog.HashReader) (err error) {
+		if p, err = tlog.ProveRecord(int64(size), int64(index), hr); err != nil {
+			return err
+		}
+		leaf, err = hr.ReadHashes([]int64{tlog.StoredHashIndex(0, int64(index))})
+		return err
+	})
+	if err != nil {
+		return tlog.Hash{}, nil, fmt.Errorf("tiles: inclusion proof of leaf %d in tree %d of %s: %w", index, size, r.prefix, err)
+	}
+	return leaf[0], p, nil
 }
 
 // ConsistencyProof returns the RFC 6962 consistency proof from the tree of size
@@ -235,13 +276,13 @@ func (t *tileReader) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 	out := make([][]byte, len(tiles))
 	g, ctx := errgroup.WithContext(t.ctx)
 	for i, tile := range tiles {
-		key := t.r.prefix.Key(TilePath(tile))
 		if t.r.cache != nil {
-			if at, ok := t.r.cache.c.Get(key); ok {
+			if at, ok := t.r.cache.c.Get(t.r.prefix.tileKey(tile)); ok {
 				out[i] = at.data
 				continue
 			}
 		}
+		key := t.r.prefix.Key(TilePath(tile))
 		g.Go(func() error {
 			data, err := t.r.store.Get(ctx, key)
 			if err != nil {
@@ -270,6 +311,6 @@ func (t *tileReader) SaveTiles(tiles []tlog.Tile, data [][]byte) {
 	}
 	for i, tile := range tiles {
 		// An entry already cached keeps its inner levels.
-		t.r.cache.c.ContainsOrAdd(t.r.prefix.Key(TilePath(tile)), &authTile{data: data[i]})
+		t.r.cache.c.ContainsOrAdd(t.r.prefix.tileKey(tile), &authTile{data: data[i]})
 	}
 }

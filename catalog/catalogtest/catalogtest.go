@@ -204,11 +204,20 @@ func testSealAppends(t *testing.T, db catalog.Catalog) {
 		if got != w {
 			t.Fatalf("EventByID(%s) = %+v, want %+v", w.ID, got, w)
 		}
+		if seq, err := db.EventSequence(ctx, logA, w.ID); err != nil || seq != w.Sequence {
+			t.Fatalf("EventSequence(%s) = %d, %v; want %d", w.ID, seq, err, w.Sequence)
+		}
 	}
 	_, err = db.EventByID(ctx, logA, "nope")
 	wantErr(t, "EventByID(unknown)", err, catalog.ErrNotFound)
 	_, err = db.EventByID(ctx, logB, "e1")
 	wantErr(t, "EventByID in another project", err, catalog.ErrNotFound)
+	_, err = db.EventSequence(ctx, logA, "nope")
+	wantErr(t, "EventSequence(unknown)", err, catalog.ErrNotFound)
+	_, err = db.EventSequence(ctx, logB, "e1")
+	wantErr(t, "EventSequence in another project", err, catalog.ErrNotFound)
+	_, err = db.EventSequence(ctx, catalog.LogID{ProjectID: "never-sealed", Stream: catalog.StreamEvents}, "e1")
+	wantErr(t, "EventSequence in a project-stream never sealed", err, catalog.ErrNotFound)
 }
 
 func testSealFuncError(t *testing.T, db catalog.Catalog) {

@@ -33,7 +33,10 @@ func scanEvent(row scanner) (catalog.Event, error) {
 
 // byID joins the id table to the index row; the join on received_at lets PostgreSQL
 // prune to the one partition holding the row.
-const byID = `SELECT ` + eventCols + ` FROM event_ids i JOIN events e
+const byID = `SELECT ` + eventCols + byIDFrom
+
+// byIDFrom is what follows the columns of byID (EventSequence reads one).
+const byIDFrom = ` FROM event_ids i JOIN events e
 	ON e.project_id = i.project_id AND e.stream = i.stream AND e.received_at = i.received_at AND e.seq = i.seq
 	WHERE i.project_id = $1 AND i.stream = $2 AND `
 
