@@ -60,7 +60,7 @@ func (ls *logSequencer) publishLoop(sealed <-chan struct{}) {
 			continue
 		}
 		start := time.Now()
-		err := ls.publishUntil(target)
+		published, err := ls.publishUntil(target)
 		last = time.Now()
 		ls.s.metrics.publishSeconds.Observe(last.Sub(start).Seconds())
 		if err != nil {
@@ -69,8 +69,11 @@ func (ls *logSequencer) publishLoop(sealed <-chan struct{}) {
 			ls.stop(err)
 			continue
 		}
-		done = target
-		ls.s.published(ls.log, target)
+		// The round may have published beyond target (batches committed meanwhile):
+		// the caches learn the size whose tiles exist, never target, for which no
+		// tiles may have been written.
+		done = published
+		ls.s.published(ls.log, published)
 	}
 }
 
@@ -96,9 +99,10 @@ func (ls *logSequencer) stop(err error) {
 	ls.signal()
 }
 
-// publishUntil publishes until the published size reaches target, retrying store and
-// catalog failures with backoff. Only a fatal error (a fork) ends it early.
-func (ls *logSequencer) publishUntil(target uint64) error {
+// publishUntil publishes until the published size reaches target and returns the size
+// reached (target or more: a round publishes up to the latest commit), retrying store
+// and catalog failures with backoff. Only a fatal error (a fork) ends it early.
+func (ls *logSequencer) publishUntil(target uint64) (uint64, error) {
 	cfg := &ls.s.cfg
 	backoff := 50 * time.Millisecond
 	for {
@@ -109,10 +113,10 @@ func (ls *logSequencer) publishUntil(target uint64) error {
 		// more batches into it.
 		cp, err := ls.s.pub.publish(ls.log, ls.writer)
 		if err == nil && cp.PublishedSize >= target {
-			return nil
+			return cp.PublishedSize, nil
 		}
 		if errors.Is(err, errFatal) {
-			return err
+			return 0, err
 		}
 		if err != nil {
 			cfg.Logger.Warn("publish failed; retrying", "log", ls.log.String(), "size", target, "backoff", backoff, "err", err)
