@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/tiles"
@@ -18,72 +17,33 @@ import (
 const maxEdge = 1 << 16
 
 // edgeCache keeps, per project-stream, the leaf hashes this process committed and has
-// not yet published: the right edge proofs are computed over until the publish loop
-// catches up. It only saves reading them from the catalog, which holds the same hashes
-// in its index rows; memory is bounded by what publication lags behind (maxEdge per
-// stream at most).
-type edgeCache struct {
-	mu   sync.Mutex
-	runs map[catalog.LogID]*edgeRun
-}
+// not yet published (seqruns.go): the right edge proofs are computed over until the
+// publish loop catches up. It only saves reading them from the catalog, which holds
+// the same hashes in its index rows; memory is bounded by maxEdge per stream and
+// edgeBytes over all streams.
+type edgeCache struct{ seqRuns[tlog.Hash] }
 
-// edgeRun holds the leaf hashes of sequences first, first+1, ...
-type edgeRun struct {
-	first  uint64
-	hashes []tlog.Hash
-}
+// edgeBytes bounds the leaf hashes the edge cache holds over all project-streams.
+const edgeBytes = 64 << 20
 
-func newEdgeCache() *edgeCache { return &edgeCache{runs: map[catalog.LogID]*edgeRun{}} }
+func newEdgeCache() *edgeCache {
+	return &edgeCache{newSeqRuns(func(tlog.Hash) int { return len(tlog.Hash{}) }, edgeBytes, maxEdge)}
+}
 
 // add records the committed events (sequences first...) of log.
 func (c *edgeCache) add(log catalog.LogID, first uint64, events []catalog.Event) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r := c.runs[log]
-	if r == nil || r.first+uint64(len(r.hashes)) != first || len(r.hashes)+len(events) > maxEdge {
-		r = &edgeRun{first: first}
-		c.runs[log] = r
-	}
+	hashes := make([]tlog.Hash, len(events))
 	for i := range events {
-		r.hashes = append(r.hashes, events[i].LeafHash)
+		hashes[i] = events[i].LeafHash
 	}
-}
-
-// trim forgets the hashes of sequences up to published.
-func (c *edgeCache) trim(log catalog.LogID, published uint64) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r := c.runs[log]
-	if r == nil {
-		return
-	}
-	end := r.first + uint64(len(r.hashes)) // first sequence not held
-	if published+1 >= end {
-		delete(c.runs, log)
-		return
-	}
-	if published >= r.first {
-		r.hashes = append([]tlog.Hash(nil), r.hashes[published+1-r.first:]...)
-		r.first = published + 1
-	}
-}
-
-// get returns the hashes of sequences (from, to] if it holds all of them.
-func (c *edgeCache) get(log catalog.LogID, from, to uint64) ([]tlog.Hash, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r := c.runs[log]
-	if r == nil || from+1 < r.first || to >= r.first+uint64(len(r.hashes)) {
-		return nil, false
-	}
-	return append([]tlog.Hash(nil), r.hashes[from+1-r.first:to+1-r.first]...), true
+	c.put(log, first, hashes)
 }
 
 // edgeLeaves returns the leaf hashes of the committed sequences (from, to] of log:
 // from the edge cache when this process committed them, else from the catalog's
 // index rows.
 func (s *Sequencer) edgeLeaves(ctx context.Context, log catalog.LogID, from, to uint64) ([]tlog.Hash, error) {
-	if hs, ok := s.edges.get(log, from, to); ok {
+	if hs, ok := s.edges.get(log, from+1, to); ok {
 		return hs, nil
 	}
 	out := make([]tlog.Hash, 0, to-from)
