@@ -11,9 +11,11 @@ import (
 
 // GroupGrace is how old a group payload object (its time is in its key) must be
 // before fsck may call it an orphan. A tick writes its object before its commit and
-// gives up after the sequencer's seal timeout (30 s by default), so an object older
-// than this at the start of the check either was committed before the check began,
-// and the batch rows read afterwards name it, or never will be.
+// gives up after the sequencer's seal timeout (30 s by default); a filesystem
+// store's segment file takes appends for at most tiles.MaxSegmentAge after the time
+// in its key. So an object older than this at the start of the check either was
+// named by a commit before the check began, and the batch rows read afterwards name
+// it, or never will be.
 const GroupGrace = 10 * time.Minute
 
 // groupCheck is the state of the check of group payload objects, which are shared by

@@ -164,3 +164,42 @@ func bundleLen(data []byte) (int, error) {
 	}
 	return int(pos), nil
 }
+
+// A PayloadAppender is a Store that can append the group payloads of successive ticks
+// to one object, a payload segment file, instead of creating an object per tick: the
+// filesystem store, where a new file (a new inode, its fsync and its folder's) costs
+// several times one write and fdatasync to a file that exists. The sequencer uses it
+// when its store has it; S3 and GCS objects cannot be appended to, and keep one
+// object per tick.
+//
+// The objects it appends to have group payload keys ([GroupPayloadKey], with the time
+// the object was started), so batch rows name their segments as before and readers
+// read them with GetRange. Unlike Create's objects they grow: only the ranges a
+// committed batch row names are ever read, and bytes past them (a torn or failed
+// append, a tick that did not commit) are garbage nobody names. An implementation
+// stops appending to an object at MaxSegmentAge after it started it, so a sweeper
+// that leaves alone the group objects younger than its grace (longer than
+// MaxSegmentAge plus a tick's timeout) never deletes one that may still be named.
+type PayloadAppender interface {
+	// ReservePayload places n > 0 bytes at the end of the open segment object,
+	// starting a new one (durably named) when there is none, when the open one has
+	// reached its size or age limit, or after an append to it failed. The caller
+	// writes the bytes with the slot's Write.
+	ReservePayload(ctx context.Context, n int64) (PayloadSlot, error)
+}
+
+// MaxSegmentAge bounds how long after starting a segment object a PayloadAppender
+// may still place bytes in it.
+const MaxSegmentAge = time.Minute
+
+// A PayloadSlot is the place ReservePayload gave n bytes: the segment [Off, Off+n)
+// of the object Key.
+type PayloadSlot struct {
+	Key string
+	Off int64
+	// Write writes data (exactly the n bytes reserved) at the slot and returns once
+	// they are durable, so that GetRange(Key, Off, n) returns them from then on, after
+	// a crash too. It must be called once. After an error the object takes no more
+	// appends; what is at the slot is unspecified.
+	Write func(ctx context.Context, data []byte) error
+}

@@ -2,7 +2,6 @@ package fs_test
 
 import (
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/transparency-dev/merkle/compact"
@@ -10,7 +9,6 @@ import (
 	"golang.org/x/mod/sumdb/tlog"
 
 	"github.com/sealtrail/sealtrail/tiles"
-	"github.com/sealtrail/sealtrail/tiles/fs"
 )
 
 // BenchmarkPublish measures one publication of a 256-leaf batch on the filesystem
@@ -21,15 +19,7 @@ import (
 func BenchmarkPublish(b *testing.B) {
 	for _, way := range []string{"CreateAllThenPut", "CreateAll+Put"} {
 		b.Run("way="+way, func(b *testing.B) {
-			dir, err := os.MkdirTemp(os.Getenv("SEALTRAIL_BENCH_DIR"), "fs-publish-")
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer os.RemoveAll(dir)
-			s, err := fs.New(dir)
-			if err != nil {
-				b.Fatal(err)
-			}
+			s := benchStore(b, "fs-publish-")
 			var st tiles.Store = s
 			if way == "CreateAll+Put" {
 				st = struct {

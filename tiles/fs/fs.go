@@ -10,6 +10,10 @@
 // fsynced into their parents. Temporary files are named ".tmp-*"; a crash can leave
 // one behind, which is harmless and never read (keys cannot start with a dot).
 //
+// The commit ticks' payloads are the exception (segment.go, tiles.PayloadAppender):
+// they are appended to an open segment file, one write and one fdatasync per tick,
+// instead of a new file each; only the ranges batch rows name are ever read.
+//
 // Files are created with mode 0600 and folders with mode 0700 (package
 // internal/private): only the service's user reads the store.
 package fs
@@ -33,6 +37,7 @@ import (
 // A Store keeps objects as files under a directory.
 type Store struct {
 	root string
+	seg  segments // the open payload segment file (segment.go)
 }
 
 var _ tiles.Store = (*Store)(nil)

@@ -29,3 +29,7 @@ func moveNoReplace(tmp, p string) error {
 		return &os.LinkError{Op: "rename", Old: tmp, New: p, Err: err}
 	}
 }
+
+// fdatasync makes f's data and the metadata needed to read it (its size) durable,
+// without the rest of its metadata (times).
+func fdatasync(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
