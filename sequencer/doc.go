@@ -8,10 +8,11 @@
 // process's group commit (committer): each tick takes the batch of every stream that
 // handed one in since the last tick and commits them all in one catalog transaction
 // (Catalog.SealGroup, each stream under its own lock, its checkpoint row) with one
-// group payload object holding all their payload bundles (one Create, one durability
-// wait), and acknowledges their events at that commit. While a tick
-// commits, the next one gathers, so ticks grow with load by themselves. A stream whose
-// lock another replica holds is skipped and tries again in a later tick.
+// group payload holding all their payload bundles (one append to the filesystem
+// store's segment file, or one object elsewhere; one durability wait), and
+// acknowledges their events at that commit. While a tick commits, the next one
+// gathers, so ticks grow with load by themselves. A stream whose lock another replica
+// holds is skipped and tries again in a later tick.
 //
 // Each stream's publish loop then materializes what was committed, coalesced: at most
 // one publication per Config.PublishInterval, each up to the latest committed size.
@@ -36,15 +37,22 @@
 //     encoded payload bundle) and append the leaf hashes to the compact range read
 //     from the checkpoint. A stream whose build fails is left out of the tick (its
 //     events fail); the others go on. Crash: nothing written.
-//  3. Write the tick's group payload object payload/<hour>/<ms>-<tickId> (tickId
-//     random, tiles.GroupPayloadKey): every stream's payload bundle end to end, each
+//  3. Write the tick's group payload: every stream's payload bundle end to end, each
 //     batch row naming its segment (object, offset, length), while the catalog
 //     inserts the index rows; the catalog waits for the write to be durable before it
-//     commits, and rolls back if it failed. Crash: an orphan object no batch row
-//     names. The next tick writes another object (another tickId), so it never
-//     collides; fsck --sweep deletes orphans older than fsck.GroupGrace. Readers
-//     fetch only their segment (Store.GetRange); batch rows from before group
-//     objects name <prefix>/payload/<first>-<batchId>, still read.
+//     commits, and rolls back if it failed. On the filesystem store
+//     (tiles.PayloadAppender) the payload is appended to the store's open segment
+//     file, payload/<hour>/<ms>-<fileId>, with one write and one fdatasync; a new
+//     file is started after a restart, after a failed append and at 64 MiB or
+//     tiles.MaxSegmentAge. Other stores get an object of its own per tick,
+//     payload/<hour>/<ms>-<tickId> (tickId random, tiles.GroupPayloadKey).
+//     Crash: bytes no batch row names, past the file's last committed segment or in
+//     an orphan object. No place is ever named twice (an append goes past every
+//     earlier one; a tick's object has a random name), so the next tick never
+//     collides; fsck --sweep deletes objects and segment files no batch names older
+//     than fsck.GroupGrace. Readers fetch only their segment (Store.GetRange);
+//     batch rows from before group objects name <prefix>/payload/<first>-<batchId>,
+//     still read.
 //  4. COMMIT every stream's index rows, batch row and new checkpoint in one
 //     transaction: the commit point of the whole tick. Crash before: as 3. Crash
 //     after: every batch of the tick is in its tree, durable, but not yet materialized

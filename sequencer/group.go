@@ -18,8 +18,8 @@ import (
 // it their batches (at most one each at a time); each tick takes every batch handed
 // in since the last and commits them together: one catalog transaction
 // (Catalog.SealGroup, which locks each stream's checkpoint row) and one group payload
-// object holding all their payload bundles (one Create, one durability wait). So the
-// hot path costs one commit and one object per tick whatever the number of streams
+// holding all their payload bundles (one append, or one Create, and one durability
+// wait; see groupObject). So the hot path costs one commit and one payload write per tick whatever the number of streams
 // in it, and a tick's batches grow with load by
 // themselves: while one tick commits, the next one's gather.
 type committer struct {
@@ -154,7 +154,7 @@ func (c *committer) tick(reqs []*sealReq) {
 	}
 }
 
-// errPayloads marks the failure of a tick's group payload object write.
+// errPayloads marks the failure of a tick's group payload write (or of its reservation).
 var errPayloads = errors.New("write payload bundles")
 
 // streamSpecific reports whether a group's error happened before its commit and may
@@ -194,7 +194,7 @@ func (c *committer) commit(reqs []*sealReq) error {
 }
 
 // build builds the batch of each locked stream (in parallel: encryption and hashing
-// are the CPU work of a tick) and starts writing the tick's group payload object; the
+// are the CPU work of a tick) and starts writing the tick's group payload; the
 // catalog waits for it before it commits. A stream whose build fails gets the
 // error and no batch; the others go on.
 func (c *committer) build(ctx context.Context, cps []catalog.Checkpoint, byLog map[catalog.LogID]*sealReq) ([]*catalog.SealBatch, func() error, error) {
@@ -216,12 +216,12 @@ func (c *committer) build(ctx context.Context, cps []catalog.Checkpoint, byLog m
 		})
 	}
 	_ = g.Wait()
-	obj, err := c.groupObject(byLog, cps)
-	if err != nil || obj.Key == "" {
+	obj, err := c.groupObject(ctx, byLog, cps)
+	if err != nil || obj.write == nil {
 		return batches, nil, err
 	}
 	written := make(chan error, 1)
-	go func() { written <- c.s.cfg.Store.Create(ctx, obj.Key, obj.Data, tiles.PrivateAttrs) }()
+	go func() { written <- obj.write(ctx, obj.data) }()
 	return batches, func() error {
 		if err := <-written; err != nil {
 			return fmt.Errorf("%w: %w", errPayloads, err)
@@ -230,12 +230,23 @@ func (c *committer) build(ctx context.Context, cps []catalog.Checkpoint, byLog m
 	}, nil
 }
 
-// groupObject lays the tick's payload bundles end to end in one group payload object
-// (tiles.GroupPayloadKey, a random name per tick), names each batch's segment in its
-// batch row and caches each decoded bundle under its segment: the publish loop reads
-// the leaves right after the commit. The key is random, so a cache entry of a tick
-// that then fails is never used. It returns a zero Object if no stream has a batch.
-func (c *committer) groupObject(byLog map[catalog.LogID]*sealReq, cps []catalog.Checkpoint) (tiles.Object, error) {
+// groupPayload is a tick's group payload and how to write it durably: appended to the
+// store's open segment object (tiles.PayloadAppender, the filesystem store), else
+// created as an object of its own.
+type groupPayload struct {
+	data  []byte
+	write func(ctx context.Context, data []byte) error // nil: no stream has a batch
+}
+
+// groupObject lays the tick's payload bundles end to end in its group payload (at
+// the end of the store's open segment object if the store appends, else in an object
+// of its own at tiles.GroupPayloadKey, a random name per tick), names each batch's
+// segment in its batch row and caches each decoded bundle under its segment: the
+// publish loop reads the leaves right after the commit. A segment's place is never
+// named twice (a random key, or an offset past every earlier append), so a cache
+// entry of a tick that then fails is never used. It returns a zero groupPayload if no
+// stream has a batch.
+func (c *committer) groupObject(ctx context.Context, byLog map[catalog.LogID]*sealReq, cps []catalog.Checkpoint) (groupPayload, error) {
 	size, segments := 0, 0
 	for _, cp := range cps {
 		if r := byLog[cp.Log]; r.b != nil {
@@ -244,19 +255,33 @@ func (c *committer) groupObject(byLog map[catalog.LogID]*sealReq, cps []catalog.
 		}
 	}
 	if size == 0 {
-		return tiles.Object{}, nil
+		return groupPayload{}, nil
 	}
-	id, err := randomID()
-	if err != nil {
-		return tiles.Object{}, err
+	var (
+		key  string
+		base int64
+		out  groupPayload
+	)
+	if app, ok := c.s.cfg.Store.(tiles.PayloadAppender); ok {
+		slot, err := app.ReservePayload(ctx, int64(size))
+		if err != nil {
+			return groupPayload{}, fmt.Errorf("%w: %w", errPayloads, err)
+		}
+		key, base, out.write = slot.Key, slot.Off, slot.Write
+	} else {
+		id, err := randomID()
+		if err != nil {
+			return groupPayload{}, err
+		}
+		if key, err = tiles.GroupPayloadKey(time.Now(), id); err != nil {
+			return groupPayload{}, err
+		}
+		out.write = func(ctx context.Context, data []byte) error {
+			return c.s.cfg.Store.Create(ctx, key, data, tiles.PrivateAttrs)
+		}
 	}
-	key, err := tiles.GroupPayloadKey(time.Now(), id)
-	if err != nil {
-		return tiles.Object{}, err
-	}
-	var data []byte // with one segment, the segment itself: no copy
-	if segments > 1 {
-		data = make([]byte, 0, size)
+	if segments > 1 { // with one segment, the segment itself: no copy
+		out.data = make([]byte, 0, size)
 	}
 	for _, cp := range cps {
 		r := byLog[cp.Log]
@@ -264,15 +289,15 @@ func (c *committer) groupObject(byLog map[catalog.LogID]*sealReq, cps []catalog.
 			continue
 		}
 		b := r.b.batch
-		b.Object, b.Offset, b.Length = key, uint64(len(data)), uint64(len(r.b.segment))
+		b.Object, b.Offset, b.Length = key, uint64(base)+uint64(len(out.data)), uint64(len(r.b.segment))
 		if segments == 1 {
-			data = r.b.segment
+			out.data = r.b.segment
 		} else {
-			data = append(data, r.b.segment...)
+			out.data = append(out.data, r.b.segment...)
 		}
 		ref := tiles.PayloadRef{Key: key, Off: int64(b.Offset), Len: int64(b.Length)}
 		c.s.cache.add(ref.String(), r.b.bundle)
 		r.b.segment = nil
 	}
-	return tiles.Object{Key: key, Data: data}, nil
+	return out, nil
 }

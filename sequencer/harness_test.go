@@ -244,7 +244,7 @@ func (h *harness) checkLog(log catalog.LogID, results []Result) {
 	if _, err := h.seq.Materialize(ctx, log); err != nil {
 		h.t.Fatal(err)
 	}
-	note, err := h.store.Get(ctx, prefixOf(log).Key(tiles.CheckpointPath))
+	note, err := h.seq.cfg.Store.Get(ctx, prefixOf(log).Key(tiles.CheckpointPath))
 	if err != nil {
 		h.t.Fatal(err)
 	}
