@@ -197,40 +197,60 @@ type payloadSeg struct {
 }
 
 // payloadBundle finds and decodes the payload bundle holding seq: a segment of one
-// of the group payload objects (payload/<hour>/<ms>-<tick> under the store root).
+// of the group payload objects (payload/<hour>/<ms>-<id> under the store root).
 func (st *sealedStream) payloadBundle(t *testing.T, seq uint64) (payloadSeg, *tiles.PayloadBundle) {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(st.dataDir, "objects", "payload", "*", "*"))
+	var (
+		found payloadSeg
+		got   *tiles.PayloadBundle
+	)
+	eachSegment(t, filepath.Join(st.dataDir, "objects", "payload", "*", "*"), func(seg payloadSeg, _ []byte, pb *tiles.PayloadBundle, leaf tlog.Leaf) bool {
+		if leaf.ProjectID == st.pid && leaf.Stream == "events" && pb.First <= seq && seq < pb.First+uint64(len(pb.Records)) {
+			found, got = seg, pb
+			return false
+		}
+		return true
+	})
+	if got == nil {
+		t.Fatalf("no payload bundle holds %d", seq)
+	}
+	return found, got
+}
+
+// eachSegment calls f with each segment of the group payload objects matching glob
+// (files in name order, segments in file order), its bytes, its bundle and the
+// bundle's first leaf, until f returns false.
+func eachSegment(t *testing.T, glob string, f func(seg payloadSeg, data []byte, pb *tiles.PayloadBundle, leaf tlog.Leaf) bool) {
+	t.Helper()
+	files, err := filepath.Glob(glob)
 	if err != nil || len(files) == 0 {
 		t.Fatalf("payload objects: %v", err)
 	}
-	for _, f := range files {
-		data, err := os.ReadFile(f)
+	for _, file := range files {
+		data, err := os.ReadFile(file)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lens, err := tiles.SplitGroupPayload(data)
 		if err != nil {
-			t.Fatalf("%s: %v", f, err)
+			t.Fatalf("%s: %v", file, err)
 		}
 		off := 0
 		for _, n := range lens {
 			var pb tiles.PayloadBundle
 			if err := pb.UnmarshalBinary(data[off : off+n]); err != nil {
-				t.Fatalf("%s: %v", f, err)
+				t.Fatalf("%s: %v", file, err)
 			}
 			leaf, err := tlog.DecodeLeaf(pb.Records[0].LeafData)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if leaf.ProjectID == st.pid && leaf.Stream == "events" && pb.First <= seq && seq < pb.First+uint64(len(pb.Records)) {
-				return payloadSeg{file: f, off: off, n: n}, &pb
+			if !f(payloadSeg{file: file, off: off, n: n}, data[off:off+n], &pb, leaf) {
+				return
 			}
 			off += n
 		}
 	}
-	t.Fatalf("no payload bundle holds %d", seq)
-	return payloadSeg{}, nil
 }
 
 // writeBundle writes pb back over its segment, which must keep its length.

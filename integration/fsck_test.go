@@ -78,17 +78,17 @@ func TestFsckFindsDamage(t *testing.T) {
 		wantFsck(t, dir, env, 0, "0 problems")
 		objects := filepath.Join(dir, "data", "objects")
 		logDir := filepath.Join(objects, pid, "events")
-		payloads := logPayloads(t, filepath.Join(objects, "payload", "*", "*"), pid)
-		if len(payloads) < 3 {
-			t.Fatalf("payload objects of %s: %v", pid, payloads)
+		payloads, off, bundle := logPayloads(t, filepath.Join(objects, "payload", "*", "*"), pid)
+		if len(payloads) == 0 {
+			t.Fatalf("no payload segment file holds a batch of %s", pid)
 		}
 
 		damage := []struct {
 			name, file, kind string
 			do               func(path string, data []byte) error
 		}{
-			{"payload deleted", payloads[1], "payload_missing", func(p string, _ []byte) error { return os.Remove(p) }},
-			{"payload truncated", payloads[0], "payload_corrupt", func(p string, d []byte) error { return os.WriteFile(p, d[:len(d)/2], 0o600) }},
+			{"payload deleted", payloads[len(payloads)-1], "payload_missing", func(p string, _ []byte) error { return os.Remove(p) }},
+			{"payload truncated", payloads[0], "payload_corrupt", func(p string, d []byte) error { return os.WriteFile(p, d[:off+len(bundle)/2], 0o600) }},
 			{"hash tile altered", filepath.Join(logDir, "tile", "0", "000"), "tile_mismatch", flipLastByte},
 			{"hash tile deleted", filepath.Join(logDir, "tile", "1", "000.p", "1"), "tile_missing", func(p string, _ []byte) error { return os.Remove(p) }},
 			{"entry bundle altered", filepath.Join(logDir, "tile", "entries", "000"), "bundle_mismatch", flipLastByte},
@@ -119,7 +119,7 @@ func TestFsckFindsDamage(t *testing.T) {
 		// An orphan: a payload object of committed sequences that no batch names (the
 		// per-batch form of rows before group objects).
 		orphan := filepath.Join(logDir, "payload", "1-orphanbatch")
-		data, _ := os.ReadFile(payloads[0])
+		data := bundle
 		if err := os.MkdirAll(filepath.Dir(orphan), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -171,31 +171,23 @@ func TestFsckFindsDamage(t *testing.T) {
 	})
 }
 
-// logPayloads returns the group payload objects matching glob whose only segment is
-// a batch of project pid's events stream (the deployment logs one event at a time,
-// so most ticks hold one stream), sorted.
-func logPayloads(t *testing.T, glob, pid string) []string {
+// logPayloads returns the group payload files matching glob that hold a segment of
+// project pid's events stream (on the filesystem store each is a segment file with
+// the payloads of many ticks end to end), sorted, and the offset and the bytes of
+// the first such segment (a payload bundle) in the first file.
+func logPayloads(t *testing.T, glob, pid string) (files []string, off int, bundle []byte) {
 	t.Helper()
-	files, err := filepath.Glob(glob)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+	eachSegment(t, glob, func(seg payloadSeg, data []byte, _ *tiles.PayloadBundle, leaf sttlog.Leaf) bool {
+		if leaf.ProjectID != pid || leaf.Stream != "events" || len(files) > 0 && files[len(files)-1] == seg.file {
+			return true
 		}
-		var pb tiles.PayloadBundle
-		if pb.UnmarshalBinary(data) != nil { // several segments
-			continue
+		if files == nil {
+			off, bundle = seg.off, data
 		}
-		if leaf, err := sttlog.DecodeLeaf(pb.Records[0].LeafData); err == nil && leaf.ProjectID == pid && leaf.Stream == "events" {
-			out = append(out, f)
-		}
-	}
-	slices.Sort(out)
-	return out
+		files = append(files, seg.file)
+		return true
+	})
+	return files, off, bundle
 }
 
 func flipLastByte(p string, d []byte) error {

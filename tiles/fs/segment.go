@@ -41,6 +41,7 @@ type segments struct {
 // segFile is one payload segment file.
 type segFile struct {
 	key  string
+	path string
 	f    *os.File
 	born time.Time // when it was started (its key's time), with the monotonic clock
 
@@ -75,7 +76,7 @@ func (s *Store) ReservePayload(ctx context.Context, n int64) (tiles.PayloadSlot,
 	if maxAge == 0 {
 		maxAge = tiles.MaxSegmentAge
 	}
-	if c := g.cur; c != nil && (c.failed.Load() || c.size > 0 && c.size+n > maxSize || time.Since(c.born) >= maxAge) {
+	if c := g.cur; c != nil && (c.failed.Load() || c.size > 0 && c.size+n > maxSize || time.Since(c.born) >= maxAge || !c.named()) {
 		g.retire(c)
 	}
 	if g.cur == nil {
@@ -129,7 +130,19 @@ func (s *Store) newSegment(now time.Time) (*segFile, error) {
 		os.Remove(p)
 		return nil, err
 	}
-	return &segFile{key: key, f: f, born: now}, nil
+	return &segFile{key: key, path: p, f: f, born: now}, nil
+}
+
+// named reports whether c's key still names c's file: an append to a file that was
+// removed or moved away would be durable but unreadable by its key, so the store
+// starts a new file instead (one stat and one fstat per tick).
+func (c *segFile) named() bool {
+	at, err := os.Stat(c.path)
+	if err != nil {
+		return false
+	}
+	fi, err := c.f.Stat()
+	return err == nil && os.SameFile(at, fi)
 }
 
 // retire takes c out of use; it is closed once its last slot is written. The caller

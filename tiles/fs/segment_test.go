@@ -237,3 +237,37 @@ func TestSegmentConcurrent(t *testing.T) {
 		t.Fatalf("%d appends of about 130 bytes in %d file(s) of at most 4096", n, len(files))
 	}
 }
+
+// TestSegmentMovedAway: when the open file's key no longer names it (the file was
+// removed, or its folder moved away), the next append goes to a new file, never to
+// an inode no key reaches; and if no new file can be made there, the append fails.
+func TestSegmentMovedAway(t *testing.T) {
+	root := t.TempDir()
+	s, err := New(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := appendPayload(t, s, payload(0, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(root, filepath.FromSlash(first.Key))); err != nil {
+		t.Fatal(err)
+	}
+	second, err := appendPayload(t, s, payload(1, 10))
+	if err != nil || second.Key == first.Key || second.Off != 0 {
+		t.Fatalf("after the file was removed: %s@%d, %v; want a new file", second.Key, second.Off, err)
+	}
+	wantRange(t, s, second, payload(1, 10))
+
+	dir := filepath.Join(root, "payload")
+	if err := os.Rename(dir, dir+".aside"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if slot, err := s.ReservePayload(t.Context(), 10); err == nil {
+		t.Fatalf("appended at %s@%d with the payload folder moved away", slot.Key, slot.Off)
+	}
+}
