@@ -19,8 +19,8 @@ import (
 // in since the last and commits them together: one catalog transaction
 // (Catalog.SealGroup, which locks each stream's checkpoint row) and one group payload
 // holding all their payload bundles (one append, or one Create, and one durability
-// wait; see groupObject). So the hot path costs one commit and one payload write per tick whatever the number of streams
-// in it, and a tick's batches grow with load by
+// wait; see groupObject). So the hot path costs one commit and one payload write per
+// tick whatever the number of streams in it, and a tick's batches grow with load by
 // themselves: while one tick commits, the next one's gather.
 type committer struct {
 	s *Sequencer
