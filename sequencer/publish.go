@@ -60,7 +60,7 @@ func (ls *logSequencer) publishLoop(sealed <-chan struct{}) {
 			continue
 		}
 		start := time.Now()
-		published, err := ls.publishUntil(target)
+		published, err := ls.publishUntil(target, done)
 		last = time.Now()
 		ls.s.metrics.publishSeconds.Observe(last.Sub(start).Seconds())
 		if err != nil {
@@ -101,17 +101,26 @@ func (ls *logSequencer) stop(err error) {
 
 // publishUntil publishes until the published size reaches target and returns the size
 // reached (target or more: a round publishes up to the latest commit), retrying store
-// and catalog failures with backoff. Only a fatal error (a fork) ends it early.
-func (ls *logSequencer) publishUntil(target uint64) (uint64, error) {
+// and catalog failures with backoff. Only a fatal error (a fork) ends it early. done
+// is the size this loop published last.
+func (ls *logSequencer) publishUntil(target, done uint64) (uint64, error) {
 	cfg := &ls.s.cfg
 	backoff := 50 * time.Millisecond
+	// What the stream has to publish by now, for the budget: batches commit while it
+	// waits for a round.
+	backlog := func() uint64 {
+		ls.mu.Lock()
+		defer ls.mu.Unlock()
+		return ls.pubTarget - min(done, ls.pubTarget)
+	}
 	for {
 		// The stream joins the next publication round of the process (pubround.go):
 		// every stream due then is published together, at most MaxPublishing per
-		// round, so publication costs a catalog write and a few syncs per round
-		// however many streams are active, and a stream waiting for a round coalesces
-		// more batches into it.
-		cp, err := ls.s.pub.publish(ls.log, ls.writer)
+		// round and the quiet ones within the publication budget (pubbudget.go), so
+		// publication costs a catalog write and a few syncs per round however many
+		// streams are active, and a stream waiting for a round coalesces more batches
+		// into it.
+		cp, err := ls.s.pub.publish(ls.log, ls.writer, backlog)
 		if err == nil && cp.PublishedSize >= target {
 			return cp.PublishedSize, nil
 		}
