@@ -41,6 +41,7 @@ func (ls *logSequencer) publishLoop(sealed <-chan struct{}) {
 			target := ls.pubTarget
 			ls.mu.Unlock()
 			if target <= done || ls.stoppedErr() != nil {
+				ls.republished(done)
 				return
 			}
 		}
@@ -57,6 +58,7 @@ func (ls *logSequencer) publishLoop(sealed <-chan struct{}) {
 		target := ls.pubTarget
 		ls.mu.Unlock()
 		if target <= done || ls.stoppedErr() != nil {
+			ls.republished(done)
 			continue
 		}
 		start := time.Now()
@@ -74,6 +76,18 @@ func (ls *logSequencer) publishLoop(sealed <-chan struct{}) {
 		// tiles may have been written.
 		done = published
 		ls.s.published(ls.log, published)
+	}
+}
+
+// republished records again that the stream is published up to done, when a
+// request finds nothing left to publish: a round publishes up to the latest commit,
+// which can be a batch whose leaves the seal loop recorded (edge cache, leaf memo,
+// head) only after the round trimmed them, and that batch's request then comes here.
+// Without it they would stay held until the stream's next publication, which for an
+// idle stream never comes.
+func (ls *logSequencer) republished(done uint64) {
+	if done > 0 {
+		ls.s.published(ls.log, done)
 	}
 }
 
