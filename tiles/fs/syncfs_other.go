@@ -5,6 +5,7 @@ package fs
 import (
 	"errors"
 	"os"
+	"time"
 )
 
 const haveSyncFS = false
@@ -12,3 +13,7 @@ const haveSyncFS = false
 func syncFS(*os.File) error { return errors.New("syncfs is not available on this platform") }
 
 func moveNoReplace(tmp, p string) error { return linkOnce(tmp, p) }
+
+func exchange(string, string) error { return errNoExchange }
+
+func rewriteSpare(string, []byte, time.Time) bool { return false }
