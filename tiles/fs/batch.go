@@ -39,7 +39,9 @@ func (s *Store) CreateAll(ctx context.Context, objs []tiles.Object, a tiles.Attr
 // syncfs), and renamed over its name after step 4, then its directory fsynced. So a
 // publication costs two filesystem syncs and a directory fsync, where CreateAll and
 // then Put cost two syncs and two fsyncs. put replaces its object only after every
-// object of objs is durable, as a Put after CreateAll would.
+// object of objs is durable, as a Put after CreateAll would. Where the filesystem
+// can, put's bytes go to its spare instead of a new file, exchanged with the object
+// (replace, spareOf).
 func (s *Store) CreateAllThenPut(ctx context.Context, objs []tiles.Object, a tiles.Attrs, put tiles.Object, pa tiles.Attrs) error {
 	return s.createAll(ctx, objs, a, []tiles.Object{put}, pa)
 }
