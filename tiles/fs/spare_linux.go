@@ -48,9 +48,11 @@ func rewrite(f *os.File, data []byte, now time.Time) bool {
 	if now.Sub(time.Unix(st.Ctim.Unix())) < spareRest {
 		return false
 	}
-	if err := f.Truncate(0); err != nil {
+	// Over the old bytes, then cut to length: the file keeps its blocks (notes of one
+	// log differ in length by a few digits at most), where truncating first frees them
+	// and the write allocates new ones, which costs about as much as a new file.
+	if _, err := f.WriteAt(data, 0); err != nil {
 		return false
 	}
-	_, err := f.WriteAt(data, 0)
-	return err == nil
+	return f.Truncate(int64(len(data))) == nil
 }
