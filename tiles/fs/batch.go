@@ -205,7 +205,9 @@ func replace(src, p string, spare bool) error {
 			// The old bytes, in src now, become the spare (replacing an older spare
 			// that was too recent to reuse). Best effort: without it the next
 			// replacement writes a temporary file again.
-			_ = os.Rename(src, spareOf(p))
+			if os.Rename(src, spareOf(p)) != nil {
+				os.Remove(src)
+			}
 		}
 		return nil
 	case errors.Is(err, errNoExchange), errors.Is(err, fs.ErrNotExist):
