@@ -1,3 +1,5 @@
+//go:build linux
+
 package fs
 
 import (
@@ -5,7 +7,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -39,9 +40,6 @@ func readString(t *testing.T, p string) string {
 // has not rested is left alone (a reader may still hold it open), and a failed batch
 // leaves the object as it was. The spare is never a key.
 func TestCreateAllThenPutReusesTheSpare(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("exchanging names needs renameat2")
-	}
 	ctx := context.Background()
 	dir := t.TempDir()
 	s, err := New(dir)
