@@ -27,6 +27,21 @@
 // next, coalescing more batches meanwhile. The round's goroutine exists only while
 // streams are queued, so idle streams cost nothing.
 //
+// The publication budget (Config.PublishBudget, pubbudget.go) bounds the mirror work
+// per second independently of the number of tenants: a round takes a quiet stream
+// (less than a tile, 256 leaves, to publish) only with a token of a process-wide
+// token bucket filled at PublishBudget per second, oldest request first; the others
+// stay queued and coalesce. With n quiet streams due, each publishes about every
+// max(PublishInterval, n/PublishBudget), and the process makes at most about
+// PublishBudget such publications a second, each of which creates a few files (a
+// partial hash tile, a partial entry bundle, on the filesystem store the note's new
+// file unless its spare can be reused). A stream with a tile or more to publish is
+// not held back (its publication writes full tiles anyway, shared by hundreds of
+// events), a lone stream keeps its PublishInterval, and Close publishes everything
+// without waiting. Only the checkpoint note and the tiles lag: proofs, signed heads,
+// /verify and the tile endpoints are served from committed state (step 5), exact at
+// once.
+//
 // The commit order, and what a crash at each step leaves behind:
 //
 //  1. Take the locks of the tick's project-streams (catalog.SealGroup: those no other

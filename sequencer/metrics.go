@@ -36,7 +36,15 @@ func newMetrics(s *Sequencer, reg prometheus.Registerer) *metrics {
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sealtrail_queue_depth",
 				Help: "Events waiting to be sealed, over all project-streams."}, func() float64 { return float64(s.queueDepth()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sealtrail_active_streams",
-				Help: "Project-streams with a running sequencer."}, func() float64 { return float64(s.activeStreams()) }))
+				Help: "Project-streams with a running sequencer."}, func() float64 { return float64(s.activeStreams()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "sealtrail_publish_queue_streams",
+				Help: "Project-streams whose publication is due, waiting for a round (the publication budget holds quiet ones back)."},
+				func() float64 { return float64(s.pub.queued()) }))
+		for why, reason := range takenReasons {
+			reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "sealtrail_stream_publications_total",
+				Help:        "Project-stream publications, by why their round took them: budget (a quiet stream, within the publication budget), busy (a tile or more to publish), close.",
+				ConstLabels: prometheus.Labels{"reason": reason}}, func() float64 { return float64(s.pub.takenCount(why)) }))
+		}
 	}
 	return m
 }

@@ -41,6 +41,7 @@ func (ls *logSequencer) publishLoop(sealed <-chan struct{}) {
 			target := ls.pubTarget
 			ls.mu.Unlock()
 			if target <= done || ls.stoppedErr() != nil {
+				ls.republished(done)
 				return
 			}
 		}
@@ -57,10 +58,11 @@ func (ls *logSequencer) publishLoop(sealed <-chan struct{}) {
 		target := ls.pubTarget
 		ls.mu.Unlock()
 		if target <= done || ls.stoppedErr() != nil {
+			ls.republished(done)
 			continue
 		}
 		start := time.Now()
-		published, err := ls.publishUntil(target)
+		published, err := ls.publishUntil(target, done)
 		last = time.Now()
 		ls.s.metrics.publishSeconds.Observe(last.Sub(start).Seconds())
 		if err != nil {
@@ -74,6 +76,18 @@ func (ls *logSequencer) publishLoop(sealed <-chan struct{}) {
 		// tiles may have been written.
 		done = published
 		ls.s.published(ls.log, published)
+	}
+}
+
+// republished records again that the stream is published up to done, when a
+// request finds nothing left to publish: a round publishes up to the latest commit,
+// which can be a batch whose leaves the seal loop recorded (edge cache, leaf memo,
+// head) only after the round trimmed them, and that batch's request then comes here.
+// Without it they would stay held until the stream's next publication, which for an
+// idle stream never comes.
+func (ls *logSequencer) republished(done uint64) {
+	if done > 0 {
+		ls.s.published(ls.log, done)
 	}
 }
 
@@ -101,17 +115,26 @@ func (ls *logSequencer) stop(err error) {
 
 // publishUntil publishes until the published size reaches target and returns the size
 // reached (target or more: a round publishes up to the latest commit), retrying store
-// and catalog failures with backoff. Only a fatal error (a fork) ends it early.
-func (ls *logSequencer) publishUntil(target uint64) (uint64, error) {
+// and catalog failures with backoff. Only a fatal error (a fork) ends it early. done
+// is the size this loop published last.
+func (ls *logSequencer) publishUntil(target, done uint64) (uint64, error) {
 	cfg := &ls.s.cfg
 	backoff := 50 * time.Millisecond
+	// What the stream has to publish by now, for the budget: batches commit while it
+	// waits for a round.
+	backlog := func() uint64 {
+		ls.mu.Lock()
+		defer ls.mu.Unlock()
+		return ls.pubTarget - min(done, ls.pubTarget)
+	}
 	for {
 		// The stream joins the next publication round of the process (pubround.go):
 		// every stream due then is published together, at most MaxPublishing per
-		// round, so publication costs a catalog write and a few syncs per round
-		// however many streams are active, and a stream waiting for a round coalesces
-		// more batches into it.
-		cp, err := ls.s.pub.publish(ls.log, ls.writer)
+		// round and the quiet ones within the publication budget (pubbudget.go), so
+		// publication costs a catalog write and a few syncs per round however many
+		// streams are active, and a stream waiting for a round coalesces more batches
+		// into it.
+		cp, err := ls.s.pub.publish(ls.log, ls.writer, backlog)
 		if err == nil && cp.PublishedSize >= target {
 			return cp.PublishedSize, nil
 		}

@@ -84,6 +84,15 @@ type Config struct {
 	// catalog write and one store write; the rest wait for the next round, coalescing
 	// more batches meanwhile.
 	MaxPublishing int
+	// PublishBudget bounds the publications per second, over the whole process, of
+	// the project-streams with fewer than 256 leaves (a tile) to publish (default
+	// DefaultPublishBudget; negative: no bound). With n such streams due, each
+	// publishes about every max(PublishInterval, n/PublishBudget): the mirror work
+	// per second (each publication creates a few files: partial tiles, the note)
+	// stays flat however many tenants are active. A busier stream is not held back.
+	// Proofs, signed heads and verification are served from committed state and do
+	// not wait for publication; Close publishes everything at once.
+	PublishBudget int
 	// MaxPending bounds the events waiting for one project-stream (default 100,000).
 	// Beyond it Submit fails fast with a *BusyError.
 	MaxPending int
@@ -118,6 +127,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxPublishing <= 0 {
 		c.MaxPublishing = 1000
+	}
+	if c.PublishBudget == 0 {
+		c.PublishBudget = DefaultPublishBudget
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = time.Minute
@@ -229,7 +241,7 @@ func New(cfg Config) (*Sequencer, error) {
 		heads: newHeadCache(cfg.Catalog), ids: newIDCache(), tiles: tc}
 	s.metrics = newMetrics(s, cfg.Registerer)
 	s.group = newCommitter(s)
-	s.pub = &publisher{s: s}
+	s.pub = newPublisher(s)
 	return s, nil
 }
 
@@ -302,6 +314,7 @@ func (s *Sequencer) retire(ls *logSequencer) bool {
 func (s *Sequencer) Close(ctx context.Context) error {
 	s.mu.Lock()
 	s.closed = true
+	s.pub.flush() // what is left publishes now, whatever the budget
 	for _, ls := range s.logs {
 		ls.drain()
 	}

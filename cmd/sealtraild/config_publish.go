@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"time"
+
+	"github.com/sealtrail/sealtrail/sequencer"
 )
 
 // PublishConfig configures publication: the mirror work that follows the commit
@@ -16,6 +18,11 @@ type PublishConfig struct {
 	// MaxStreamsPerRound bounds the project-streams published together in one round
 	// (default 1000): one catalog write and one store write for all of them.
 	MaxStreamsPerRound int `json:"maxStreamsPerRound"`
+	// BudgetPerSecond bounds the publications per second, over the process, of the
+	// project-streams with less than a tile (256 events) to publish (default 100,
+	// sequencer.DefaultPublishBudget): with n of them due, each publishes about every
+	// max(interval, n/budget). Busier streams are not held back.
+	BudgetPerSecond int `json:"budgetPerSecond"`
 }
 
 // check refuses negative values (0 keeps the default).
@@ -25,6 +32,9 @@ func (c PublishConfig) check() error {
 	}
 	if c.MaxStreamsPerRound < 0 || c.MaxStreamsPerRound > 100_000 {
 		return fmt.Errorf("config: publish.maxStreamsPerRound is %d; use 0 (default 1000) to 100000", c.MaxStreamsPerRound)
+	}
+	if c.BudgetPerSecond < 0 || c.BudgetPerSecond > 1_000_000 {
+		return fmt.Errorf("config: publish.budgetPerSecond is %d; use 0 (default %d) to 1000000", c.BudgetPerSecond, sequencer.DefaultPublishBudget)
 	}
 	return nil
 }

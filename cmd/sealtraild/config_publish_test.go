@@ -14,16 +14,17 @@ func TestConfigPublish(t *testing.T) {
 	if err := c.resolve(); err != nil {
 		t.Fatal(err)
 	}
-	if c.Publish.interval() != 0 || c.Publish.MaxStreamsPerRound != 0 {
+	if c.Publish.interval() != 0 || c.Publish.MaxStreamsPerRound != 0 || c.Publish.BudgetPerSecond != 0 {
 		t.Fatalf("defaults: %+v", c.Publish)
 	}
 	t.Setenv("SEALTRAIL_PUBLISH_INTERVAL_MS", "50")
 	t.Setenv("SEALTRAIL_PUBLISH_MAX_STREAMS_PER_ROUND", "250")
+	t.Setenv("SEALTRAIL_PUBLISH_BUDGET_PER_SECOND", "40")
 	c = defaultConfig()
 	if err := c.load(""); err != nil {
 		t.Fatal(err)
 	}
-	if c.Publish.interval() != 50*time.Millisecond || c.Publish.MaxStreamsPerRound != 250 {
+	if c.Publish.interval() != 50*time.Millisecond || c.Publish.MaxStreamsPerRound != 250 || c.Publish.BudgetPerSecond != 40 {
 		t.Fatalf("from the environment: %+v", c.Publish)
 	}
 	t.Setenv("SEALTRAIL_PUBLISH_INTERVAL_MS", "soon")
@@ -39,6 +40,8 @@ func TestConfigPublish(t *testing.T) {
 		{"interval above an hour", PublishConfig{IntervalMS: 3_600_001}, "publish.intervalMs"},
 		{"negative round", PublishConfig{MaxStreamsPerRound: -5}, "publish.maxStreamsPerRound"},
 		{"huge round", PublishConfig{MaxStreamsPerRound: 100_001}, "publish.maxStreamsPerRound"},
+		{"negative budget", PublishConfig{BudgetPerSecond: -1}, "publish.budgetPerSecond"},
+		{"huge budget", PublishConfig{BudgetPerSecond: 1_000_001}, "publish.budgetPerSecond"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := defaultConfig()

@@ -138,7 +138,8 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	seq, err := sequencer.New(sequencer.Config{Catalog: cat, Store: store, Keyring: kr,
 		Origin: cfg.Origin, Key: key, MaxBatch: cfg.MaxBatch, MaxAge: cfg.maxAge(), Logger: logger, Registerer: reg,
-		PublishInterval: cfg.Publish.interval(), MaxPublishing: cfg.Publish.MaxStreamsPerRound})
+		PublishInterval: cfg.Publish.interval(), MaxPublishing: cfg.Publish.MaxStreamsPerRound,
+		PublishBudget: cfg.Publish.BudgetPerSecond})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/sealtrail/sealtrail/tiles"
 )
@@ -38,7 +39,9 @@ func (s *Store) CreateAll(ctx context.Context, objs []tiles.Object, a tiles.Attr
 // syncfs), and renamed over its name after step 4, then its directory fsynced. So a
 // publication costs two filesystem syncs and a directory fsync, where CreateAll and
 // then Put cost two syncs and two fsyncs. put replaces its object only after every
-// object of objs is durable, as a Put after CreateAll would.
+// object of objs is durable, as a Put after CreateAll would. Where the filesystem
+// can, put's bytes go to its spare instead of a new file, exchanged with the object
+// (replace, spareOf).
 func (s *Store) CreateAllThenPut(ctx context.Context, objs []tiles.Object, a tiles.Attrs, put tiles.Object, pa tiles.Attrs) error {
 	return s.createAll(ctx, objs, a, []tiles.Object{put}, pa)
 }
@@ -107,18 +110,26 @@ func (s *Store) createAll(ctx context.Context, objs []tiles.Object, a tiles.Attr
 		}
 		todo = append(todo, pending{i, tmp})
 	}
+	// Each object of puts goes to its spare (spareOf), rewritten in place, or else to
+	// a new temporary file.
 	putTmps := make([]string, len(puts))
+	spares := make([]bool, len(puts))
 	defer func() {
-		for _, tmp := range putTmps {
-			if tmp != "" {
+		for i, tmp := range putTmps {
+			if tmp != "" && !spares[i] {
 				os.Remove(tmp)
 			}
 		}
 	}()
+	now := clock()
 	for i, o := range puts {
 		dir := filepath.Dir(putPaths[i])
 		if err := s.mkdirAll(dir, false); err != nil {
 			return fmt.Errorf("fs: put %s: %w", o.Key, err)
+		}
+		if spare := spareOf(putPaths[i]); rewriteSpare(spare, o.Data, now) {
+			putTmps[i], spares[i] = spare, true
+			continue
 		}
 		tmp, err := writeTemp(dir, o.Data, false)
 		if err != nil {
@@ -149,7 +160,7 @@ func (s *Store) createAll(ctx context.Context, objs []tiles.Object, a tiles.Attr
 		}
 	}
 	for i, o := range puts {
-		if err := os.Rename(putTmps[i], putPaths[i]); err != nil {
+		if err := replace(putTmps[i], putPaths[i], spares[i]); err != nil {
 			return fmt.Errorf("fs: put %s: %w", o.Key, err)
 		}
 		putTmps[i] = ""
@@ -167,6 +178,50 @@ func (s *Store) createAll(ctx context.Context, objs []tiles.Object, a tiles.Attr
 	}
 	return nil
 }
+
+// spareRest is how long a spare must have been left alone (its status unchanged)
+// before it is rewritten: a reader that opened it while it still held the object
+// (before the exchange that made it the spare) has finished by then.
+const spareRest = 2 * time.Second
+
+// spareOf returns the name of the spare of the replaceable object at p: a dot name
+// beside it (never a key, skipped by List) holding the object's previous bytes.
+func spareOf(p string) string {
+	return filepath.Join(filepath.Dir(p), ".prev-"+filepath.Base(p))
+}
+
+// replace gives src's file the name p, src being p's spare (rewritten in place) if
+// spare is set, else a new temporary file. Where the filesystem can, it exchanges the
+// two names, so p's old file becomes the spare, to be rewritten by a later
+// replacement instead of creating a file (on ext4 a new inode, and the one a rename
+// over p would free, cost far more CPU time than the write). Else, or when p does not
+// exist yet, src is renamed over p. Either way p changes from its old bytes to src's
+// at once.
+func replace(src, p string, spare bool) error {
+	err := exchange(src, p)
+	switch {
+	case err == nil:
+		if !spare {
+			// The old bytes, in src now, become the spare (replacing an older spare
+			// that was too recent to reuse). Best effort: without it the next
+			// replacement writes a temporary file again.
+			if os.Rename(src, spareOf(p)) != nil {
+				os.Remove(src)
+			}
+		}
+		return nil
+	case errors.Is(err, errNoExchange), errors.Is(err, fs.ErrNotExist):
+		return os.Rename(src, p)
+	default:
+		return err
+	}
+}
+
+// clock returns the time spares' rest is measured at (tests move it).
+var clock = time.Now
+
+// errNoExchange: the platform or filesystem cannot exchange two names atomically.
+var errNoExchange = errors.New("atomic exchange not supported")
 
 // paths returns the file names of objs' keys.
 func (s *Store) paths(objs []tiles.Object) ([]string, error) {

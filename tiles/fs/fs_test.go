@@ -24,7 +24,8 @@ func TestConformance(t *testing.T) {
 }
 
 // TestLayout checks that objects are plain files at their keys (so any static file
-// server can serve a log to mirrors) and that no temporary file is left behind.
+// server can serve a log to mirrors) and that no temporary file is left behind; the
+// one other file is the checkpoint's spare, a dot name holding the previous note.
 func TestLayout(t *testing.T) {
 	dir := t.TempDir()
 	s, err := fs.New(dir)
@@ -59,6 +60,12 @@ func TestLayout(t *testing.T) {
 	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if d.Name() == ".prev-checkpoint" {
+			if b, err := os.ReadFile(p); err != nil || string(b) != "new" {
+				t.Errorf("the checkpoint's spare holds %q (%v), want the previous note", b, err)
+			}
+			return nil
 		}
 		if !d.IsDir() {
 			rel, _ := filepath.Rel(dir, p)
