@@ -70,13 +70,14 @@ func formatTrees(m map[string]int, per float64) string {
 
 // manyStreamTicks opens a catalog with its background checkpointer and term indexer
 // stopped, seals warm ticks of one event in each of streams project-streams (so every
-// stream has its checkpoint and rows), checkpoints the WAL, then seals ticks more
-// such ticks and returns the WAL frames they appended, by tree, with the total.
-func manyStreamTicks(tb testing.TB, streams, warm, ticks int) (map[string]int, int) {
+// stream has its checkpoint and rows), merges and checkpoints the WAL, then seals
+// ticks more such ticks, merges, and returns the WAL frames the ticks and the merge
+// appended, by tree, with the total.
+func manyStreamTicks(tb testing.TB, opts Options, streams, warm, ticks int) (map[string]int, int) {
 	tb.Helper()
 	ctx := context.Background()
 	path := filepath.Join(tb.TempDir(), "catalog.db")
-	db, err := Open(ctx, path, Options{})
+	db, err := Open(ctx, path, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -112,10 +113,18 @@ func manyStreamTicks(tb testing.TB, streams, warm, ticks int) (map[string]int, i
 		}
 	}
 	seal(warm)
+	if err := db.mergeRecent(ctx); err != nil {
+		tb.Fatal(err)
+	}
 	if _, err := db.w.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
 		tb.Fatal(err)
 	}
+	// The merger is stopped too: the ticks, then one merge of all they left.
+	db.stopMerger()
 	seal(ticks)
+	if err := db.mergeRecent(ctx); err != nil {
+		tb.Fatal(err)
+	}
 	return walFramesByTree(tb, ctx, db.w, path)
 }
 
@@ -125,7 +134,7 @@ func BenchmarkManyStreamTicks(b *testing.B) {
 	const streams, ticks = 1000, 20
 	var total int
 	for i := 0; i < b.N; i++ {
-		byTree, frames := manyStreamTicks(b, streams, 5, ticks)
+		byTree, frames := manyStreamTicks(b, Options{}, streams, 5, ticks)
 		total += frames
 		if i == 0 {
 			b.Logf("frames per event by tree:%s", formatTrees(byTree, streams*ticks))
@@ -133,4 +142,3 @@ func BenchmarkManyStreamTicks(b *testing.B) {
 	}
 	b.ReportMetric(float64(total)/float64(b.N*streams*ticks), "frames/event")
 }
-
