@@ -48,6 +48,7 @@ type sealWrite struct {
 	b        *catalog.SealBatch
 	lastMS   *int64 // receive time of event cp.Size if cached (sealcache.go)
 	direct   bool   // rows go to events and batches, not the recent tables (recent.go)
+	pub      uint64 // the published size written with the checkpoint (published.go)
 }
 
 // sealGroup is SealGroup; with wait it waits for every lock instead of skipping the
@@ -157,6 +158,7 @@ func (db *DB) sealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.Se
 	var direct, small []sealWrite
 	for i := range todo {
 		w := &todo[i]
+		w.pub = min(db.pub.size(logs[w.at]), w.cp.Size)
 		w.direct = len(w.b.Events) >= rr.directRows && !rr.has(w.n)
 		if w.direct {
 			direct = append(direct, *w)
@@ -206,6 +208,7 @@ func (db *DB) sealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.Se
 		return out, fmt.Errorf("sqlite: seal group of %d project-streams: %w", len(todo), err)
 	}
 	for _, w := range todo {
+		db.pub.written(logs[w.at], w.pub)
 		if !w.direct {
 			rr.add(w.n, w.b.Events, db.now())
 		}

@@ -20,7 +20,7 @@ func (db *DB) writeSeals(ctx context.Context, tx *sql.Tx, logs []catalog.LogID, 
 		w := &writes[i]
 		log := logs[w.at]
 		return append(to, log.ProjectID, string(log.Stream), int64(w.cp.Size),
-			int64(w.next.Size), w.next.Root[:], catalog.JoinHashes(w.next.Range), nowMS)
+			int64(w.next.Size), w.next.Root[:], catalog.JoinHashes(w.next.Range), nowMS, int64(w.pub))
 	})
 	if err != nil {
 		return fmt.Errorf("update checkpoints: %w", err)
