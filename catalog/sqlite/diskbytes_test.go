@@ -41,17 +41,17 @@ func processWriteBytes(tb testing.TB) int64 {
 // background checkpointer, published-size writer and merger running; reported are the
 // bytes the process dirtied per event (/proc/self/io) and the CPU time per event.
 // With directRows=1 every row goes to events directly, the layout before
-// events_recent.
+// events_recent; mergeRows=0 is the default.
 func BenchmarkManyStreamsDiskBytes(b *testing.B) {
 	const streams = 1000
 	rng := make([]catalog.Hash, 8)
 	for i := range rng {
 		rng[i] = catalogtest.H(fmt.Sprint("r", i))
 	}
-	for _, direct := range []int{0, 1} {
-		b.Run(fmt.Sprintf("directRows=%d", direct), func(b *testing.B) {
+	for _, o := range []Options{{}, {mergeRows: 8192}, {mergeRows: 32768}, {directRows: 1}} {
+		b.Run(fmt.Sprintf("directRows=%d/mergeRows=%d", o.directRows, o.mergeRows), func(b *testing.B) {
 			ctx := context.Background()
-			db, err := Open(ctx, filepath.Join(b.TempDir(), "catalog.db"), Options{directRows: direct})
+			db, err := Open(ctx, filepath.Join(b.TempDir(), "catalog.db"), o)
 			if err != nil {
 				b.Fatal(err)
 			}
