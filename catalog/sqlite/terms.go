@@ -486,6 +486,11 @@ func (ti *termIndex) indexLog(ctx context.Context, tx *sql.Tx, n int64, from, to
 	return nil, nil
 }
 
+// seenQuery counts the keys of the JSON array ?1 that the catalog holds, in events or
+// in events_recent (recent.go).
+const seenQuery = `SELECT (SELECT count(*) FROM cat.events WHERE k IN (SELECT value FROM json_each(?1)))
+	+ (SELECT count(*) FROM cat.events_recent WHERE k IN (SELECT value FROM json_each(?1)))`
+
 // termStmts are the indexer's statements, prepared once on its connection.
 type termStmts struct {
 	watermarks *sql.Stmt // term_state rows of the logs in the JSON array ?
@@ -499,8 +504,7 @@ func (st *termStmts) prepare(ctx context.Context, w *sql.DB) error {
 	if st.watermarks, err = w.PrepareContext(ctx, `SELECT log, indexed_seq FROM term_state WHERE log IN (SELECT value FROM json_each(?))`); err != nil {
 		return fmt.Errorf("prepare: %w", err)
 	}
-	if st.seen, err = w.PrepareContext(ctx, `SELECT (SELECT count(*) FROM cat.events WHERE k IN (SELECT value FROM json_each(?1)))
-		+ (SELECT count(*) FROM cat.events_recent WHERE k IN (SELECT value FROM json_each(?1)))`); err != nil {
+	if st.seen, err = w.PrepareContext(ctx, seenQuery); err != nil {
 		st.close()
 		return fmt.Errorf("prepare: %w", err)
 	}
