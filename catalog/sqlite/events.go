@@ -45,11 +45,31 @@ func (db *DB) EventByID(ctx context.Context, log catalog.LogID, id string) (cata
 	if !ok {
 		return catalog.Event{}, fmt.Errorf("sqlite: event %q in %s: %w", id, log, catalog.ErrNotFound)
 	}
-	e, err := scanEvent(db.queryRow(ctx, eventSelect+`events e WHERE e.log = ? AND e.event_id = ?`, n, id))
+	// An id whose row is in events_recent is known in memory (recent.go); any other
+	// committed id is in events, whose (log, event_id) index finds it.
+	var e catalog.Event
+	if s, ok := db.recent.seq(n, id); ok {
+		e, err = scanEvent(db.queryRow(ctx, eventByKey, key(n, s)))
+	} else {
+		e, err = scanEvent(db.queryRow(ctx, eventSelect+`events e WHERE e.log = ? AND e.event_id = ?`, n, id))
+	}
 	if err != nil {
 		return e, fmt.Errorf("sqlite: event %q in %s: %w", id, log, mapErr(err))
 	}
 	return e, nil
+}
+
+// eventByKey selects the index row of key ?1 from whichever table holds it.
+const eventByKey = eventSelect + `events e WHERE e.k = ?1 UNION ALL ` + eventSelect + `events_recent e WHERE e.k = ?1`
+
+// bothTables returns the statement selecting the index rows that where matches from
+// events and from events_recent, ordered by key (descending if desc), at most limit
+// of them, and its parameters: args (where's) for each table, then limit. SQLite
+// merges the two ordered halves; neither is sorted whole.
+func bothTables(where string, args []any, desc bool, limit int) (string, []any) {
+	a := make([]any, 0, 2*len(args)+1)
+	a = append(append(append(a, args...), args...), limit)
+	return eventSelect + `events e WHERE ` + where + ` UNION ALL ` + eventSelect + `events_recent e WHERE ` + where + pageOrder(desc), a
 }
 
 // EventsByID returns the index rows of those ids that exist, keyed by id: one query
@@ -60,7 +80,28 @@ func (db *DB) EventsByID(ctx context.Context, log catalog.LogID, ids []string) (
 	if err != nil || !ok {
 		return out, err
 	}
+	// Ids whose rows are in events_recent by key (recent.go), the others through
+	// events' (log, event_id) index.
+	var keys []any
+	rest := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if s, ok := db.recent.seq(n, id); ok {
+			keys = append(keys, key(n, s))
+		} else {
+			rest = append(rest, id)
+		}
+	}
+	ids = rest
 	const chunkLen = 500
+	for len(keys) > 0 {
+		chunk := keys[:min(len(keys), chunkLen)]
+		keys = keys[len(chunk):]
+		in := `e.k IN (?` + strings.Repeat(",?", len(chunk)-1) + `)`
+		q, args := bothTables(in, chunk, false, len(chunk))
+		if err := db.queryEvents(ctx, db.r, q, args, func(e catalog.Event) { out[e.ID] = e }); err != nil {
+			return nil, fmt.Errorf("sqlite: events by id in %s: %w", log, err)
+		}
+	}
 	for len(ids) > 0 {
 		chunk := ids[:min(len(ids), chunkLen)]
 		ids = ids[len(chunk):]
@@ -180,20 +221,17 @@ func (db *DB) QueryEvents(ctx context.Context, q catalog.Query) ([]catalog.Event
 			return out, nil
 		}
 	}
-	order := pageOrder(q.Descending)
 	collect := func(e catalog.Event) { out = append(out, e) }
 	if len(terms) == 0 {
 		// Without an action or status filter, the page is a walk of the rowid range
 		// that stops after limit rows; an equality on log would lead SQLite to an
 		// index and a sort of the whole log instead. With one, log leads that
 		// filter's index.
-		stmt := eventSelect + `events e WHERE e.k > ? AND e.k < ?` + filter + order
-		a := append([]any{lo, hi}, args...)
+		stmt, a := bothTables(`e.k > ? AND e.k < ?`+filter, append([]any{lo, hi}, args...), q.Descending, limit)
 		if q.Action != "" || q.Status != "" {
-			stmt = eventSelect + `events e WHERE e.log = ? AND e.k > ? AND e.k < ?` + filter + order
-			a = append([]any{n, lo, hi}, args...)
+			stmt, a = bothTables(`e.log = ? AND e.k > ? AND e.k < ?`+filter, append([]any{n, lo, hi}, args...), q.Descending, limit)
 		}
-		if err := db.queryEvents(ctx, tx, stmt, append(a, limit), collect); err != nil {
+		if err := db.queryEvents(ctx, tx, stmt, a, collect); err != nil {
 			return nil, fmt.Errorf("sqlite: query events of %s: %w", q.Log, err)
 		}
 		return out, nil
@@ -231,8 +269,8 @@ func (db *DB) queryTerms(ctx context.Context, tx *sql.Tx, n, lo, hi int64, terms
 		}
 	}
 	if edge < hi-1 {
-		stmt := eventSelect + `events e WHERE e.k > ? AND e.k < ?` + filter + pageOrder(desc)
-		if err := db.queryEvents(ctx, tx, stmt, append(append([]any{max(lo, edge), hi}, args...), limit), each); err != nil {
+		stmt, a := bothTables(`e.k > ? AND e.k < ?`+filter, append([]any{max(lo, edge), hi}, args...), desc, limit)
+		if err := db.queryEvents(ctx, tx, stmt, a, each); err != nil {
 			return err
 		}
 	}
@@ -328,12 +366,13 @@ func (db *DB) termPart(ctx context.Context, tx *sql.Tx, n int64, t term, from, t
 	return nil
 }
 
-// pageOrder is the end of a page's statement: rows in key order, up to a limit.
+// pageOrder is the end of a page's statement: rows in key order (the first column,
+// as a compound SELECT names it), up to a limit.
 func pageOrder(desc bool) string {
 	if desc {
-		return " ORDER BY e.k DESC LIMIT ?"
+		return " ORDER BY 1 DESC LIMIT ?"
 	}
-	return " ORDER BY e.k ASC LIMIT ?"
+	return " ORDER BY 1 ASC LIMIT ?"
 }
 
 // errEnough stops a read of postings that found enough candidates.
@@ -346,8 +385,8 @@ func (db *DB) lookupSeqs(ctx context.Context, tx *sql.Tx, n int64, seqs []uint64
 	for _, s := range seqs {
 		a = append(a, key(n, s))
 	}
-	stmt := eventSelect + `events e WHERE e.k IN (?` + strings.Repeat(",?", len(seqs)-1) + `)` + filter + pageOrder(desc)
-	return db.queryEvents(ctx, tx, stmt, append(append(a, args...), limit), each)
+	stmt, all := bothTables(`e.k IN (?`+strings.Repeat(",?", len(seqs)-1)+`)`+filter, append(a, args...), desc, limit)
+	return db.queryEvents(ctx, tx, stmt, all, each)
 }
 
 // parseSeqs parses a posting's list of sequences, and sorts it if it is not sorted

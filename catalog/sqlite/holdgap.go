@@ -28,6 +28,11 @@ func (db *DB) DestroyUnheldDataKey(ctx context.Context, log catalog.LogID, epoch
 	if err != nil {
 		return catalog.DataKey{}, fmt.Errorf("sqlite: destroy data key %s %s: %w", log, epoch, err)
 	}
+	// The epoch's events are committed: after a merge they are all in events, which
+	// the check joins (recent.go).
+	if err := db.mergeRecent(ctx); err != nil {
+		return catalog.DataKey{}, fmt.Errorf("sqlite: destroy data key %s %s: %w", log, epoch, err)
+	}
 	err = db.writeTx(ctx, func(tx *sql.Tx) error {
 		if ok && first > 0 && last >= first {
 			var missing int64

@@ -61,6 +61,23 @@ func (p *published) set(log catalog.LogID, size uint64) {
 	}
 }
 
+// size returns the published size of log set through this handle (0 if none).
+func (p *published) size(log catalog.LogID) uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sizes[log]
+}
+
+// written records that a committed seal wrote size as log's published size in the
+// file (tickrows.go): the size need not be written again unless it rose since.
+func (p *published) written(log catalog.LogID, size uint64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if d, ok := p.dirty[log]; ok && d <= size {
+		delete(p.dirty, log)
+	}
+}
+
 // overlay raises cp.PublishedSize to what this handle published, never past cp.Size.
 func (p *published) overlay(cp *catalog.Checkpoint) {
 	p.mu.Lock()

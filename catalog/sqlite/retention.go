@@ -138,8 +138,9 @@ func (db *DB) EventSpan(ctx context.Context, log catalog.LogID, from, to time.Ti
 	}
 	var lo, hi sql.NullInt64
 	var count uint64
-	if err := db.r.QueryRowContext(ctx, `SELECT min(k), max(k), count(*) FROM events
-		WHERE k > ? AND k < ? AND received_ms >= ? AND received_ms < ?`,
+	if err := db.r.QueryRowContext(ctx, `SELECT min(k), max(k), count(*) FROM (
+		SELECT k FROM events WHERE k > ?1 AND k < ?2 AND received_ms >= ?3 AND received_ms < ?4
+		UNION ALL SELECT k FROM events_recent WHERE k > ?1 AND k < ?2 AND received_ms >= ?3 AND received_ms < ?4)`,
 		key(n, 0), key(n+1, 0), from.UnixMilli(), to.UnixMilli()).Scan(&lo, &hi, &count); err != nil {
 		return catalog.Span{}, fmt.Errorf("sqlite: event span of %s: %w", log, err)
 	}
@@ -157,6 +158,10 @@ func (db *DB) ScrubEvents(ctx context.Context, log catalog.LogID, first, last ui
 	n, ok, err := db.logNum(ctx, log, false)
 	if err != nil || !ok || first == 0 || last < first {
 		return 0, err
+	}
+	// The rows to scrub are committed: after a merge they are all in events (recent.go).
+	if err := db.mergeRecent(ctx); err != nil {
+		return 0, fmt.Errorf("sqlite: scrub %s %d-%d: %w", log, first, last, err)
 	}
 	kept := make(map[uint64]bool, len(keep))
 	for _, s := range keep {

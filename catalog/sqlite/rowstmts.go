@@ -52,8 +52,31 @@ func (rs *rowStmts) close() {
 // exec runs the statements for rows rows in tx, appending row i's parameters (cols of
 // them) with args, and returns the rows the statements affected in all.
 func (rs *rowStmts) exec(ctx context.Context, tx *sql.Tx, rows int, args func(i int, to []any) []any) (int64, error) {
-	buf := make([]any, 0, rs.cols*min(rows, rowSizes[0]))
 	var affected int64
+	err := rs.run(ctx, tx, rows, args, func(stmt *sql.Stmt, a []any) error {
+		res, err := stmt.ExecContext(ctx, a...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		affected += n
+		return err
+	})
+	return affected, err
+}
+
+// query is exec for a statement that returns rows: each gets every row of every
+// statement.
+func (rs *rowStmts) query(ctx context.Context, tx *sql.Tx, rows int, args func(i int, to []any) []any, each func(*sql.Rows) error) error {
+	return rs.run(ctx, tx, rows, args, func(stmt *sql.Stmt, a []any) error {
+		r, err := stmt.QueryContext(ctx, a...)
+		return forRows(r, err, each)
+	})
+}
+
+// run calls do with each statement for rows rows and its parameters.
+func (rs *rowStmts) run(ctx context.Context, tx *sql.Tx, rows int, args func(i int, to []any) []any, do func(*sql.Stmt, []any) error) error {
+	buf := make([]any, 0, rs.cols*min(rows, rowSizes[0]))
 	i := 0
 	for k, size := range rowSizes {
 		if rows-i < size {
@@ -65,18 +88,12 @@ func (rs *rowStmts) exec(ctx context.Context, tx *sql.Tx, rows int, args func(i 
 			for j := i; j < i+size; j++ {
 				buf = args(j, buf)
 			}
-			res, err := stmt.ExecContext(ctx, buf...)
-			if err != nil {
-				return affected, err
+			if err := do(stmt, buf); err != nil {
+				return err
 			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return affected, err
-			}
-			affected += n
 		}
 	}
-	return affected, nil
+	return nil
 }
 
 // valuesRows returns rows groups of cols placeholders, "(?,?),(?,?)" for cols 2 and rows 2.

@@ -47,6 +47,8 @@ type sealWrite struct {
 	cp, next catalog.Checkpoint
 	b        *catalog.SealBatch
 	lastMS   *int64 // receive time of event cp.Size if cached (sealcache.go)
+	direct   bool   // rows go to events and batches, not the recent tables (recent.go)
+	pub      uint64 // the published size written with the checkpoint (published.go)
 }
 
 // sealGroup is SealGroup; with wait it waits for every lock instead of skipping the
@@ -82,8 +84,10 @@ func (db *DB) sealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.Se
 		cps    []catalog.Checkpoint
 		writes []sealWrite
 	)
+	reload := false
 	if len(releases) > 0 {
-		if err := db.seals.sync(ctx, db); err != nil {
+		var err error
+		if reload, err = db.seals.sync(ctx, db); err != nil {
 			return out, err
 		}
 	}
@@ -143,17 +147,44 @@ func (db *DB) sealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.Se
 	if len(todo) == 0 {
 		return out, nil
 	}
+	rr := &db.recent
+	rr.write.Lock()
+	defer rr.write.Unlock()
+	if reload {
+		if err := db.reloadRecent(ctx); err != nil {
+			return out, err
+		}
+	}
+	var direct, small []sealWrite
+	for i := range todo {
+		w := &todo[i]
+		w.pub = min(db.pub.size(logs[w.at]), w.cp.Size)
+		w.direct = len(w.b.Events) >= rr.directRows && !rr.has(w.n)
+		if w.direct {
+			direct = append(direct, *w)
+		} else {
+			small = append(small, *w)
+		}
+	}
 	err = db.writeTx(ctx, func(tx *sql.Tx) error {
+		if err := db.checkIDs(ctx, tx, logs, todo); err != nil {
+			return err
+		}
 		if err := db.writeSeals(ctx, tx, logs, todo, now); err != nil {
 			return err
 		}
 		// Every stream's index rows together: a tick of many streams of one event
 		// each fills multi-row INSERTs instead of running one per stream.
-		if err := db.insertEvents(ctx, tx, todo); err != nil {
-			if len(todo) == 1 {
-				return fmt.Errorf("%s: %w", logs[todo[0].at], err)
+		for _, part := range []struct {
+			ws    []sealWrite
+			stmts *insertStmts
+		}{{direct, &db.ins}, {small, &db.insRecent}} {
+			if err := insertEvents(ctx, tx, part.stmts, part.ws); err != nil {
+				if len(todo) == 1 {
+					return fmt.Errorf("%s: %w", logs[todo[0].at], err)
+				}
+				return err
 			}
-			return err
 		}
 		for _, w := range todo {
 			if w.b.Durable != nil {
@@ -177,6 +208,10 @@ func (db *DB) sealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.Se
 		return out, fmt.Errorf("sqlite: seal group of %d project-streams: %w", len(todo), err)
 	}
 	for _, w := range todo {
+		db.pub.written(logs[w.at], w.pub)
+		if !w.direct {
+			rr.add(w.n, w.b.Events, db.now())
+		}
 		db.terms.sealed(w.n, w.next.Size, w.b.Events)
 		db.seals.put(logs[w.at], sealState{cp: w.next, lastMS: ms(w.b.Events[len(w.b.Events)-1].ReceivedAt)})
 		db.pub.overlay(&w.next)
@@ -211,9 +246,9 @@ var insertSizes = [...]int{insertRows, 100, 10, 1}
 // seal never parses (or plans) its INSERT text again.
 type insertStmts [len(insertSizes)]*sql.Stmt
 
-func (st *insertStmts) prepare(ctx context.Context, w *sql.DB) error {
+func (st *insertStmts) prepare(ctx context.Context, w *sql.DB, table string) error {
 	for i, rows := range insertSizes {
-		s, err := w.PrepareContext(ctx, insertStatement(rows))
+		s, err := w.PrepareContext(ctx, insertStatement(table, rows))
 		if err != nil {
 			st.close()
 			return fmt.Errorf("sqlite: prepare %d-row insert: %w", rows, err)
@@ -232,13 +267,13 @@ func (st *insertStmts) close() {
 	}
 }
 
-func insertStatement(rows int) string {
+func insertStatement(table string, rows int) string {
 	var sb strings.Builder
 	// OR ROLLBACK: a refused row (a re-used event id) ends the whole seal transaction,
 	// which is what the seal wants anyway. SQLite still keeps a statement journal (a
 	// copy of every page the statement touches, in memory here): the explicit rowid
 	// gets a type check that may abort the statement (docs/catalog.md).
-	sb.WriteString(`INSERT OR ROLLBACK INTO events(k, log, event_id, received_ms, action, status,
+	sb.WriteString(`INSERT OR ROLLBACK INTO ` + table + `(k, log, event_id, received_ms, action, status,
 		actor_type, actor_id, target_type, target_id, payload_hash, leaf_hash) VALUES `)
 	for i := 0; i < rows; i++ {
 		if i > 0 {
@@ -250,8 +285,8 @@ func insertStatement(rows int) string {
 }
 
 // insertEvents writes the index rows of every seal of writes, in order, with the
-// prepared multi-row INSERTs.
-func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, writes []sealWrite) error {
+// prepared multi-row INSERTs ins (into events or events_recent).
+func insertEvents(ctx context.Context, tx *sql.Tx, ins *insertStmts, writes []sealWrite) error {
 	type row struct {
 		n int64
 		e *catalog.Event
@@ -271,7 +306,7 @@ func (db *DB) insertEvents(ctx context.Context, tx *sql.Tx, writes []sealWrite) 
 		if len(all) < rows {
 			continue
 		}
-		stmt := tx.StmtContext(ctx, db.ins[i])
+		stmt := tx.StmtContext(ctx, ins[i])
 		for len(all) >= rows {
 			chunk := all[:rows]
 			all = all[rows:]
@@ -404,14 +439,29 @@ func (db *DB) ListUnpublished(ctx context.Context) ([]catalog.Checkpoint, error)
 
 // BatchesCovering returns, in order, the committed batches holding any sequence in
 // [first, last], both inclusive: BatchesCovering(log, s, s) is the batch of sequence s.
+//
+// A batch row is in batches or in batches_recent (recent.go). Each table gives its
+// rows from its last batch starting at or before first up to last, in one read
+// transaction; the batch holding first is the later of the two tables' first rows,
+// and the earlier one, ending before first, is dropped.
 func (db *DB) BatchesCovering(ctx context.Context, log catalog.LogID, first, last uint64) ([]catalog.Batch, error) {
 	if first > last {
+		return nil, nil
+	}
+	n, ok, err := db.logNum(ctx, log, false)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
 		return nil, nil
 	}
 	rows, err := db.query(ctx, `SELECT first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length FROM batches
 		WHERE project_id = ?1 AND stream = ?2 AND first_seq <= ?4 AND first_seq >= coalesce(
 			(SELECT max(first_seq) FROM batches WHERE project_id = ?1 AND stream = ?2 AND first_seq <= ?3), ?3)
-		ORDER BY first_seq`, log.ProjectID, string(log.Stream), int64(min(first, 1<<63-1)), int64(min(last, 1<<63-1)))
+		UNION ALL SELECT first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length FROM batches_recent
+		WHERE log = ?5 AND first_seq <= ?4 AND first_seq >= coalesce(
+			(SELECT max(first_seq) FROM batches_recent WHERE log = ?5 AND first_seq <= ?3), ?3)
+		ORDER BY 1`, log.ProjectID, string(log.Stream), int64(min(first, 1<<63-1)), int64(min(last, 1<<63-1)), n)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: batches of %s [%d, %d]: %w", log, first, last, err)
 	}

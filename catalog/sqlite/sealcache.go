@@ -42,19 +42,21 @@ type sealState struct {
 const sealCacheMax = 16384
 
 // sync empties the cache if another connection committed to the catalog since it was
-// last known current.
-func (c *sealCache) sync(ctx context.Context, db *DB) error {
+// last known current, and then reports true (the first time too): what else the
+// handle keeps of the file (recent.go) must be read again.
+func (c *sealCache) sync(ctx context.Context, db *DB) (bool, error) {
 	var v int64
 	if err := db.tick.version.QueryRowContext(ctx).Scan(&v); err != nil {
-		return fmt.Errorf("sqlite: data_version: %w", err)
+		return false, fmt.Errorf("sqlite: data_version: %w", err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.known || v != c.version {
 		clear(c.m)
 		c.version, c.known = v, true
+		return true, nil
 	}
-	return nil
+	return false, nil
 }
 
 // get returns the cached state of log. Its compact range is a copy: the seal hands

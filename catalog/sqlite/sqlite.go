@@ -16,6 +16,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -43,20 +44,22 @@ var migrations embed.FS
 
 // DB is an open SQLite catalog. Its methods may be called concurrently.
 type DB struct {
-	w        *sql.DB // one connection: the single writer
-	r        *sql.DB // readers
-	ins      insertStmts
-	tick     tickStmts
-	seals    sealCache // sealcache.go
-	stmts    readStmts // readstmt.go
-	locks    lockTable // seal locks
-	publocks lockTable // publish locks
-	nums     logNums
-	terms    *termIndex
-	pub      published
-	walc     *walCheckpointer
-	log      *slog.Logger
-	now      func() time.Time
+	w         *sql.DB     // one connection: the single writer
+	r         *sql.DB     // readers
+	ins       insertStmts // into events
+	insRecent insertStmts // into events_recent (recent.go)
+	recent    recentRows
+	tick      tickStmts
+	seals     sealCache // sealcache.go
+	stmts     readStmts // readstmt.go
+	locks     lockTable // seal locks
+	publocks  lockTable // publish locks
+	nums      logNums
+	terms     *termIndex
+	pub       published
+	walc      *walCheckpointer
+	log       *slog.Logger
+	now       func() time.Time
 }
 
 var _ catalog.Catalog = (*DB)(nil)
@@ -67,6 +70,10 @@ type Options struct {
 	Readers int
 	// Logger receives operational messages (default slog.Default()).
 	Logger *slog.Logger
+
+	// Tests: the smallest batch written to events directly and the rows in
+	// events_recent that start a merge (recent.go; 0 is the default).
+	directRows, mergeRows int
 }
 
 // Open opens (creating if needed) the catalog in the file at path and applies any
@@ -120,18 +127,33 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	singleConn(w)
 	db := &DB{w: w, log: opts.Logger, now: time.Now}
+	db.recent.directRows, db.recent.mergeRows = cmp.Or(opts.directRows, directRows), cmp.Or(opts.mergeRows, recentMergeRows)
 	db.locks.m = make(map[catalog.LogID]*lockEntry)
 	db.publocks.m = make(map[catalog.LogID]*lockEntry)
 	if err := db.migrate(ctx); err != nil {
 		w.Close()
 		return nil, err
 	}
-	if err := db.ins.prepare(ctx, w); err != nil {
+	if err := db.ins.prepare(ctx, w, "events"); err != nil {
+		w.Close()
+		return nil, err
+	}
+	if err := db.insRecent.prepare(ctx, w, "events_recent"); err != nil {
+		db.ins.close()
 		w.Close()
 		return nil, err
 	}
 	if err := db.tick.prepare(ctx, w); err != nil {
 		db.ins.close()
+		db.insRecent.close()
+		w.Close()
+		return nil, err
+	}
+	// Rows a crash or the last close left in the recent tables join the others first.
+	if err := db.mergeRecent(ctx); err != nil {
+		db.ins.close()
+		db.insRecent.close()
+		db.tick.close()
 		w.Close()
 		return nil, err
 	}
@@ -162,6 +184,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	singleConn(c)
 	db.walc = startWALCheckpointer(c, opts.Logger)
 	db.pub.start(db)
+	db.startMerger()
 	return db, nil
 }
 
@@ -211,8 +234,16 @@ func setPageSize(ctx context.Context, path string) error {
 	return nil
 }
 
-// Close closes the database. Seals in progress fail.
+// Close closes the database. Seals in progress fail. The recent rows are merged
+// first, so a closed catalog holds every event in events (tools that edit the file
+// offline, such as the tamper tests, see one table).
 func (db *DB) Close() {
+	db.stopMerger()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	if err := db.mergeRecent(ctx); err != nil {
+		db.log.Warn("sqlite: closing", slog.Any("err", err))
+	}
+	cancel()
 	if db.walc != nil {
 		if err := db.walc.stop(); err != nil {
 			db.log.Warn("sqlite: closing the checkpointer", slog.Any("err", err))
@@ -223,6 +254,7 @@ func (db *DB) Close() {
 		db.log.Warn("sqlite: closing the term index", slog.Any("err", err))
 	}
 	db.ins.close()
+	db.insRecent.close()
 	db.tick.close()
 	db.stmts.close()
 	if err := db.r.Close(); err != nil {

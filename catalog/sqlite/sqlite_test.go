@@ -15,15 +15,50 @@ import (
 // crashChildEnv names the database file when the test binary runs as TestCrash's child.
 const crashChildEnv = "SEALTRAIL_SQLITE_CRASH_CHILD"
 
+// crashMergeEnv, set beside crashChildEnv, makes the child merge its recent rows
+// every few seals (TestCrashMerging).
+const crashMergeEnv = "SEALTRAIL_SQLITE_CRASH_MERGE"
+
 func TestMain(m *testing.M) {
 	if path := os.Getenv(crashChildEnv); path != "" {
-		db, err := sqlite.Open(context.Background(), path, sqlite.Options{})
+		open := func() (*sqlite.DB, error) { return sqlite.Open(context.Background(), path, sqlite.Options{}) }
+		if os.Getenv(crashMergeEnv) != "" {
+			open = func() (*sqlite.DB, error) { return sqlite.OpenMerging(context.Background(), path, 200) }
+		}
+		db, err := open()
 		if err != nil {
 			panic(err)
 		}
 		catalogtest.SealUntilKilled(db)
 	}
 	os.Exit(m.Run())
+}
+
+// TestCrashMerging is TestCrash with every batch's rows written to the recent tables
+// and merged into events and batches every 200 rows or so, by the merger goroutine,
+// beside the seals: the kill lands in seals and in merges. Reopening merges what is
+// left; every acknowledged batch is there once, nothing else is.
+func TestCrashMerging(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "catalog.db")
+	ctx := context.Background()
+	for round := 0; round < 10; round++ {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), crashChildEnv+"="+path, crashMergeEnv+"=1")
+		acked := catalogtest.KillAfterAcks(t, cmd, 5+round*3)
+		db, err := sqlite.Open(ctx, path, sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp := catalogtest.CheckConsistent(t, db, catalogtest.CrashLog)
+		events, batches, err := sqlite.RecentRows(ctx, db)
+		db.Close()
+		if err != nil || events != 0 || batches != 0 {
+			t.Fatalf("round %d: %d events and %d batches left in the recent tables after reopening (%v)", round, events, batches, err)
+		}
+		if cp.Size < acked {
+			t.Fatalf("round %d: checkpoint size %d after the crash, but %d was acknowledged", round, cp.Size, acked)
+		}
+	}
 }
 
 // TestCrash kills a process in the middle of sealing, three times over, and checks

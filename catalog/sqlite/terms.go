@@ -75,15 +75,18 @@ CREATE TABLE IF NOT EXISTS term_postings (
 ) WITHOUT ROWID;`
 
 // postingInserts write the postings of one chunk, actor ids then target ids: each
-// groups the events with keys in (?1, ?2] of log ?3 by id, their sequences counted
+// groups the events with keys in (?1, ?2] of log ?3 (in events or events_recent,
+// recent.go) by id, their sequences counted
 // from ?4 (the sequence of key ?1). One statement per kind: with UNION ALL over both,
 // SQLite materialized the union before grouping it.
 var postingInserts = [...]string{postingInsert(termActor, "actor_id"), postingInsert(termTarget, "target_id")}
 
 func postingInsert(kind int, col string) string {
 	return fmt.Sprintf(`INSERT INTO term_postings(log, kind, value, last, seqs)
-		SELECT ?3, %d, %s, max(k) - ?1 + ?4, group_concat(k - ?1 + ?4)
-		FROM cat.events WHERE k > ?1 AND k <= ?2 AND %[2]s <> '' GROUP BY %[2]s`, kind, col)
+		SELECT ?3, %d, %s, max(k) - ?1 + ?4, group_concat(k - ?1 + ?4) FROM (
+			SELECT k, %[2]s FROM cat.events WHERE k > ?1 AND k <= ?2
+			UNION ALL SELECT k, %[2]s FROM cat.events_recent WHERE k > ?1 AND k <= ?2)
+		WHERE %[2]s <> '' GROUP BY %[2]s`, kind, col)
 }
 
 // termIndex owns the term file's writer connection and the indexer goroutine.
@@ -483,6 +486,11 @@ func (ti *termIndex) indexLog(ctx context.Context, tx *sql.Tx, n int64, from, to
 	return nil, nil
 }
 
+// seenQuery counts the keys of the JSON array ?1 that the catalog holds, in events or
+// in events_recent (recent.go).
+const seenQuery = `SELECT (SELECT count(*) FROM cat.events WHERE k IN (SELECT value FROM json_each(?1)))
+	+ (SELECT count(*) FROM cat.events_recent WHERE k IN (SELECT value FROM json_each(?1)))`
+
 // termStmts are the indexer's statements, prepared once on its connection.
 type termStmts struct {
 	watermarks *sql.Stmt // term_state rows of the logs in the JSON array ?
@@ -496,7 +504,7 @@ func (st *termStmts) prepare(ctx context.Context, w *sql.DB) error {
 	if st.watermarks, err = w.PrepareContext(ctx, `SELECT log, indexed_seq FROM term_state WHERE log IN (SELECT value FROM json_each(?))`); err != nil {
 		return fmt.Errorf("prepare: %w", err)
 	}
-	if st.seen, err = w.PrepareContext(ctx, `SELECT count(*) FROM cat.events WHERE k IN (SELECT value FROM json_each(?))`); err != nil {
+	if st.seen, err = w.PrepareContext(ctx, seenQuery); err != nil {
 		st.close()
 		return fmt.Errorf("prepare: %w", err)
 	}
@@ -554,6 +562,12 @@ func (c *attachConnector) Driver() driver.Driver { return &c.d }
 // eachRow runs query on q and calls fn for each row.
 func eachRow(ctx context.Context, q querier, query string, args []any, fn func(*sql.Rows) error) error {
 	rows, err := q.QueryContext(ctx, query, args...)
+	return forRows(rows, err, fn)
+}
+
+// forRows calls fn for each of rows, the result of a query that failed if err is set,
+// and closes them.
+func forRows(rows *sql.Rows, err error, fn func(*sql.Rows) error) error {
 	if err != nil {
 		return err
 	}

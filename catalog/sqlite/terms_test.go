@@ -468,11 +468,13 @@ var (
 // partly built and complete.
 func TestQueryTermsAgainstScan(t *testing.T) {
 	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "c.db"), Options{})
+	// The merger merges only when told (recent.go).
+	db, err := Open(ctx, filepath.Join(t.TempDir(), "c.db"), Options{mergeRows: 1 << 30})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	db.stopMerger()
 	db.terms.hold(true)
 	// Small reads, so that a page spans several reads of postings and of events.
 	defer func(rows, lookup int) { postingRows, termLookup = rows, lookup }(postingRows, termLookup)
@@ -486,10 +488,19 @@ func TestQueryTermsAgainstScan(t *testing.T) {
 	evsB := genEvents(2, "b", 10)
 	evsB[3].ActorType, evsB[3].ActorID = "user", "only-b"
 	evsC := genEvents(3, "c", 15)
+	// Rows in both tables (recent.go): A's first 37 events and B's first 6 merged into
+	// events, A's next 150 written there directly, the rest in events_recent.
 	sealBatches(t, db, termLogB, evsB[:6], 6)
-	sealBatches(t, db, termLogA, evsA, 1, 36, 150, 213, 200)
+	sealBatches(t, db, termLogA, evsA[:37], 1, 36)
+	if err := db.mergeRecent(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sealBatches(t, db, termLogA, evsA[37:], 150, 3, 210, 200)
 	sealBatches(t, db, termLogC, evsC, 15)
 	sealBatches(t, db, termLogB, evsB[6:], 4)
+	if n := recentRowCount(t, db); n != 3+210+200+15+4 {
+		t.Fatalf("%d rows in events_recent, want %d", n, 3+210+200+15+4)
+	}
 	logs := map[catalog.LogID][]catalog.Event{termLogA: evsA, termLogB: evsB, termLogC: evsC}
 	if nA, nB := mustLogNum(t, db, termLogA), mustLogNum(t, db, termLogB); nA != 2 || nB != 1 {
 		t.Fatalf("log numbers: A %d, B %d; want 2, 1", nA, nB)
@@ -585,6 +596,10 @@ func TestQueryTermsAgainstScan(t *testing.T) {
 		if err := db.terms.index(ctx, mustLogNum(t, db, termLogB), 4); err != nil {
 			t.Fatal(err)
 		}
+		check(t, map[catalog.LogID]uint64{termLogA: 337, termLogB: 4, termLogC: 0})
+	})
+	t.Run("merged", func(t *testing.T) {
+		mergeAll(t, db)
 		check(t, map[catalog.LogID]uint64{termLogA: 337, termLogB: 4, termLogC: 0})
 	})
 	t.Run("full", func(t *testing.T) {

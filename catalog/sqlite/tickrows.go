@@ -20,7 +20,7 @@ func (db *DB) writeSeals(ctx context.Context, tx *sql.Tx, logs []catalog.LogID, 
 		w := &writes[i]
 		log := logs[w.at]
 		return append(to, log.ProjectID, string(log.Stream), int64(w.cp.Size),
-			int64(w.next.Size), w.next.Root[:], catalog.JoinHashes(w.next.Range), nowMS)
+			int64(w.next.Size), w.next.Root[:], catalog.JoinHashes(w.next.Range), nowMS, int64(w.pub))
 	})
 	if err != nil {
 		return fmt.Errorf("update checkpoints: %w", err)
@@ -34,14 +34,29 @@ func (db *DB) writeSeals(ctx context.Context, tx *sql.Tx, logs []catalog.LogID, 
 		}
 		return fmt.Errorf("%w: %d of %d checkpoints moved during the seal", catalog.ErrConflict, int64(len(writes))-n, len(writes))
 	}
-	if _, err := db.tick.batch.exec(ctx, tx, len(writes), func(i int, to []any) []any {
-		w := &writes[i]
+	var direct, small []*sealWrite
+	for i := range writes {
+		if writes[i].direct {
+			direct = append(direct, &writes[i])
+		} else {
+			small = append(small, &writes[i])
+		}
+	}
+	if _, err := db.tick.batch.exec(ctx, tx, len(direct), func(i int, to []any) []any {
+		w := direct[i]
 		log := logs[w.at]
 		obj, off, n := catalog.PayloadColumns(w.b)
 		return append(to, log.ProjectID, string(log.Stream), int64(w.cp.Size+1),
 			len(w.b.Events), w.b.BatchID, nowMS, obj, off, n)
 	}); err != nil {
 		return fmt.Errorf("insert batches: %w", mapErr(err))
+	}
+	if _, err := db.tick.batchRecent.exec(ctx, tx, len(small), func(i int, to []any) []any {
+		w := small[i]
+		obj, off, n := catalog.PayloadColumns(w.b)
+		return append(to, w.n, int64(w.cp.Size+1), len(w.b.Events), w.b.BatchID, nowMS, obj, off, n)
+	}); err != nil {
+		return fmt.Errorf("insert recent batches: %w", mapErr(err))
 	}
 	for _, w := range writes {
 		if err := noteTimes(ctx, tx, db.tick.lastTime, w.n, w.cp.Size, w.lastMS, w.b.Events); err != nil {

@@ -14,8 +14,10 @@ import (
 type tickStmts struct {
 	// update advances checkpoints if they are still at the sizes the seal read.
 	update *rowStmts
-	// batch inserts batch rows.
-	batch *rowStmts
+	// batch inserts batch rows, batchRecent into batches_recent (recent.go).
+	batch, batchRecent *rowStmts
+	// ids finds which (log, event_id) pairs events holds (recent.go).
+	ids *rowStmts
 	// lastTime reads the receive time of a project-stream's last event (noteTimes).
 	lastTime *sql.Stmt
 	// version reads the writer's data_version (sealcache.go).
@@ -24,16 +26,22 @@ type tickStmts struct {
 
 // updateCols and batchCols are the parameters per row of tickStmts.update and batch.
 const (
-	updateCols = 7
-	batchCols  = 9
+	updateCols      = 8
+	batchCols       = 9
+	batchRecentCols = 8
+	idCols          = 2
 )
 
 // updateStatement advances the checkpoints of rows project-streams, each row of
-// VALUES being (project_id, stream, old size, new size, root, compact range, ms). A
-// row whose checkpoint is no longer at the old size matches nothing, so the rows
-// affected say whether every checkpoint was where the seal found it.
+// VALUES being (project_id, stream, old size, new size, root, compact range, ms,
+// published size). A row whose checkpoint is no longer at the old size matches
+// nothing, so the rows affected say whether every checkpoint was where the seal found
+// it. The published size this handle holds in memory rides along (published.go): the
+// row is rewritten anyway, and the published-size writer then has nothing to write
+// for the stream.
 func updateStatement(rows int) string {
-	return `UPDATE checkpoints SET size = v.column4, root = v.column5, compact_range = v.column6, updated_ms = v.column7
+	return `UPDATE checkpoints SET size = v.column4, root = v.column5, compact_range = v.column6, updated_ms = v.column7,
+		published_size = max(published_size, v.column8)
 		FROM (VALUES ` + valuesRows(rows, updateCols) + `) AS v
 		WHERE checkpoints.project_id = v.column1 AND checkpoints.stream = v.column2 AND checkpoints.size = v.column3`
 }
@@ -43,20 +51,38 @@ func batchStatement(rows int) string {
 		VALUES ` + valuesRows(rows, batchCols)
 }
 
+func batchRecentStatement(rows int) string {
+	return `INSERT INTO batches_recent(log, first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length)
+		VALUES ` + valuesRows(rows, batchRecentCols)
+}
+
+// idsStatement returns the (log, event_id) pairs of rows rows of VALUES that events
+// holds, through its unique index.
+func idsStatement(rows int) string {
+	return `SELECT e.log, e.event_id FROM (VALUES ` + valuesRows(rows, idCols) + `) AS v
+		JOIN events e ON e.log = v.column1 AND e.event_id = v.column2`
+}
+
 func (st *tickStmts) prepare(ctx context.Context, w *sql.DB) error {
 	var err error
 	if st.update, err = prepareRows(ctx, w, updateCols, updateStatement); err != nil {
 		return err
 	}
-	if st.batch, err = prepareRows(ctx, w, batchCols, batchStatement); err != nil {
-		st.close()
-		return err
+	for _, p := range []struct {
+		to   **rowStmts
+		cols int
+		text func(int) string
+	}{{&st.batch, batchCols, batchStatement}, {&st.batchRecent, batchRecentCols, batchRecentStatement}, {&st.ids, idCols, idsStatement}} {
+		if *p.to, err = prepareRows(ctx, w, p.cols, p.text); err != nil {
+			st.close()
+			return err
+		}
 	}
 	for _, s := range []struct {
 		to   **sql.Stmt
 		text string
 	}{
-		{&st.lastTime, `SELECT received_ms FROM events WHERE k = ?`},
+		{&st.lastTime, `SELECT coalesce((SELECT received_ms FROM events WHERE k = ?1), (SELECT received_ms FROM events_recent WHERE k = ?1))`},
 		{&st.version, `PRAGMA data_version`},
 	} {
 		if *s.to, err = w.PrepareContext(ctx, s.text); err != nil {
@@ -70,6 +96,8 @@ func (st *tickStmts) prepare(ctx context.Context, w *sql.DB) error {
 func (st *tickStmts) close() {
 	st.update.close()
 	st.batch.close()
+	st.batchRecent.close()
+	st.ids.close()
 	for _, s := range []**sql.Stmt{&st.lastTime, &st.version} {
 		if *s != nil {
 			(*s).Close()

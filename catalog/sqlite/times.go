@@ -105,15 +105,20 @@ func timeBounds(ctx context.Context, tx *sql.Tx, n, lo, hi int64, from, to time.
 // that holds the answer. The answer is where lo meets hi. Each step halves hi - lo,
 // so a search ends after at most 41 steps. A missing row (none in a catalog this
 // package wrote) counts as received before ?2.
-var firstReceivedQuery = strings.ReplaceAll(`WITH RECURSIVE bisect(lo, hi) AS (
-	SELECT 1, coalesce(max(k) - (?1 << BITS), 0) + 1 FROM events WHERE k > ?1 << BITS AND k < (?1 + 1) << BITS
+//
+// A row is in events or in events_recent (recent.go): the last key is the larger of
+// the two tables' last, and each step reads the middle row from whichever holds it.
+var firstReceivedQuery = strings.ReplaceAll(strings.ReplaceAll(`WITH RECURSIVE bisect(lo, hi) AS (
+	SELECT 1, max(coalesce((SELECT max(k) FROM events WHERE k > ?1 << BITS AND k < (?1 + 1) << BITS) - (?1 << BITS), 0),
+		coalesce((SELECT max(k) FROM events_recent WHERE k > ?1 << BITS AND k < (?1 + 1) << BITS) - (?1 << BITS), 0)) + 1
 	UNION ALL
-	SELECT CASE WHEN e.received_ms >= ?2 THEN lo ELSE (lo + hi) / 2 + 1 END,
-		CASE WHEN e.received_ms >= ?2 THEN (lo + hi) / 2 ELSE hi END
-	FROM bisect LEFT JOIN events e ON e.k = (?1 << BITS) + (lo + hi) / 2
-	WHERE lo < hi
+	SELECT CASE WHEN MIDTIME >= ?2 THEN lo ELSE (lo + hi) / 2 + 1 END,
+		CASE WHEN MIDTIME >= ?2 THEN (lo + hi) / 2 ELSE hi END
+	FROM bisect WHERE lo < hi
 )
-SELECT lo FROM bisect WHERE lo >= hi`, "BITS", strconv.Itoa(seqBits))
+SELECT lo FROM bisect WHERE lo >= hi`, "MIDTIME", `coalesce(
+		(SELECT received_ms FROM events WHERE k = (?1 << BITS) + (lo + hi) / 2),
+		(SELECT received_ms FROM events_recent WHERE k = (?1 << BITS) + (lo + hi) / 2))`), "BITS", strconv.Itoa(seqBits))
 
 // firstReceived returns the first sequence of project-stream n received at or after
 // t, or its last sequence + 1 if there is none. Receive times must not decrease.

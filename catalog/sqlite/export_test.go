@@ -1,0 +1,15 @@
+package sqlite
+
+import "context"
+
+// OpenMerging opens path with every batch's rows bound for events_recent and a merge
+// as soon as rows of them have gathered (recent.go): TestCrashMerging's child.
+func OpenMerging(ctx context.Context, path string, rows int) (*DB, error) {
+	return Open(ctx, path, Options{directRows: 1 << 30, mergeRows: rows})
+}
+
+// RecentRows returns the rows of events_recent and batches_recent.
+func RecentRows(ctx context.Context, db *DB) (events, batches int, err error) {
+	err = db.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM events_recent), (SELECT count(*) FROM batches_recent)`).Scan(&events, &batches)
+	return events, batches, err
+}
