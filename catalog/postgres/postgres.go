@@ -40,6 +40,8 @@ type DB struct {
 	months sync.Map
 	// checkpoints caches the checkpoint rows known to exist (key: catalog.LogID).
 	checkpoints sync.Map
+	// seals caches the checkpoints this handle's seals committed (sealcache.go).
+	seals sealCache
 }
 
 var _ catalog.Catalog = (*DB)(nil)
