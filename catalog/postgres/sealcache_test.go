@@ -3,11 +3,13 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/catalog/catalogtest"
+	"github.com/sealtrail/sealtrail/catalog/postgres"
 	"github.com/sealtrail/sealtrail/internal/testenv"
 )
 
@@ -151,4 +153,40 @@ func TestSealGroupCachedLockedElsewhere(t *testing.T) {
 	}
 	catalogtest.CheckConsistent(t, a, la)
 	catalogtest.CheckConsistent(t, a, lb)
+}
+
+// TestSealGroupRoundTrips counts what a tick costs on the wire: a group of streams
+// this handle sealed before must be two round trips (BEGIN, the checkpoint UPDATE
+// and the rows in one pipeline; COMMIT), whatever the number of streams; streams it
+// has not seen add the locking SELECT's.
+func TestSealGroupRoundTrips(t *testing.T) {
+	var writes atomic.Int64
+	db, err := postgres.OpenCounting(context.Background(), testenv.PostgresDB(t), &writes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	logs := make([]catalog.LogID, 5)
+	for i := range logs {
+		logs[i] = catalog.LogID{ProjectID: fmt.Sprintf("prj_%d", i), Stream: catalog.StreamEvents}
+	}
+	sealGroupOK(t, db, logs[:3], &groupFn{n: 2}) // creates and caches three checkpoints
+	for _, c := range []struct {
+		logs []catalog.LogID
+		want int64
+	}{
+		{logs[:3], 2},
+		{logs[:3], 2},
+		{logs, 4}, // two streams never seen: their rows created, then locked and read first
+		{logs, 2},
+	} {
+		writes.Store(0)
+		sealGroupOK(t, db, c.logs, &groupFn{n: 3})
+		if got := writes.Load(); got != c.want {
+			t.Fatalf("SealGroup of %d streams: %d round trips, want %d", len(c.logs), got, c.want)
+		}
+	}
+	for _, l := range logs {
+		catalogtest.CheckConsistent(t, db, l)
+	}
 }
