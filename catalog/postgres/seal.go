@@ -150,13 +150,15 @@ func writeGroup(ctx context.Context, q rowQueuer, writes []groupWrite, now time.
 	// moved, and then the whole UPDATE fails), so two replicas never wait on each
 	// other's rows here, whatever the order they meet them in. Under a lock this seal
 	// already holds, both conditions are redundant; they make the commit's premise
-	// explicit and cheap to check.
-	batch.Queue(`WITH l AS (SELECT project_id, stream FROM checkpoints
-			WHERE (project_id, stream) IN (SELECT * FROM unnest($2::text[], $3::text[])) FOR UPDATE SKIP LOCKED),
-		moved AS (UPDATE checkpoints AS c SET size = u.size, root = u.root, compact_range = u.rng, updated_at = $1
-			FROM unnest($2::text[], $3::text[], $4::bigint[], $5::bytea[], $6::bytea[], $7::bigint[]) AS u(p, s, size, root, rng, old)
-			WHERE c.project_id = u.p AND c.stream = u.s AND c.size = u.old AND (c.project_id, c.stream) IN (SELECT * FROM l)
-			RETURNING 1)
+	// explicit and cheap to check. The UPDATE joins l by primary key (an index scan per
+	// row): with l in a semi-join, IN (SELECT … FROM l), the planner scanned all of l
+	// for every row, 200 ms for 1,000 streams.
+	batch.Queue(`WITH l AS (SELECT c.project_id, c.stream, u.size, u.root, u.rng FROM checkpoints c
+			JOIN unnest($2::text[], $3::text[], $4::bigint[], $5::bytea[], $6::bytea[], $7::bigint[]) AS u(p, s, size, root, rng, old)
+			ON c.project_id = u.p AND c.stream = u.s AND c.size = u.old
+			FOR UPDATE OF c SKIP LOCKED),
+		moved AS (UPDATE checkpoints AS c SET size = l.size, root = l.root, compact_range = l.rng, updated_at = $1
+			FROM l WHERE c.project_id = l.project_id AND c.stream = l.stream RETURNING 1)
 		SELECT sealtrail_expect_rows(count(*), $8) FROM moved`,
 		now, projects, streams, sizes, roots, ranges, olds, int64(n))
 	batch.Queue(`INSERT INTO batches(project_id, stream, first_seq, count, batch_id, payload_object, payload_offset, payload_length, created_at)
