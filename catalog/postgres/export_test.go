@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -24,6 +25,10 @@ func OpenCounting(ctx context.Context, dsn string, writes *atomic.Int64) (*DB, e
 		}
 	})
 }
+
+// SetChill sets how long a stream whose cached checkpoint was stale goes without a
+// guess.
+func SetChill(db *DB, d time.Duration) { db.seals.chillFor = d }
 
 type countingConn struct {
 	net.Conn

@@ -62,25 +62,30 @@ func (db *DB) SealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.Se
 	if err := db.createCheckpoints(ctx, order); err != nil {
 		return nil, err
 	}
-	out, err := db.sealGroup(ctx, logs, order, fn, true)
+	guessed := make(map[catalog.LogID]uint64, len(logs))
+	out, err := db.sealGroup(ctx, logs, order, fn, guessed)
 	if errors.Is(err, errMoved) {
 		db.log.Debug("postgres: seal group: a cached checkpoint was stale; sealing again under the locks", slog.Any("err", err))
 		db.seals.drop(logs...)
-		out, err = db.sealGroup(ctx, logs, order, fn, false)
+		out, err = db.sealGroup(ctx, logs, order, fn, guessed)
 	}
 	return out, err
 }
 
-// sealGroup is one attempt of SealGroup: from the cached checkpoints if guess (those
-// the cache lacks are read under the lock), else from the checkpoints of every stream
-// read under the lock. order is logs in catalog.SortLogs order.
-func (db *DB) sealGroup(ctx context.Context, logs, order []catalog.LogID, fn catalog.SealGroupFunc, guess bool) ([]catalog.Sealed, error) {
+// sealGroup is one attempt of SealGroup. With guessed empty it starts from the cached
+// checkpoints (those the cache lacks are read under the lock) and records the sizes it
+// guessed in guessed; else it reads every checkpoint under the lock, and the streams
+// whose guess was wrong (moved, or locked elsewhere) go without a guess for a while
+// (sealCache.chill), so that two replicas writing one stream do not build every
+// tick of it twice.
+func (db *DB) sealGroup(ctx context.Context, logs, order []catalog.LogID, fn catalog.SealGroupFunc, guessed map[catalog.LogID]uint64) ([]catalog.Sealed, error) {
 	byLog := make(map[catalog.LogID]catalog.Checkpoint, len(logs))
+	guess := len(guessed) == 0
 	var lock []catalog.LogID
 	for _, l := range order {
 		if guess {
 			if cp, ok := db.seals.get(l); ok {
-				byLog[l] = cp
+				byLog[l], guessed[l] = cp, cp.Size
 				continue
 			}
 		}
@@ -110,6 +115,15 @@ func (db *DB) sealGroup(ctx context.Context, logs, order []catalog.LogID, fn cat
 		for _, cp := range got {
 			byLog[cp.Log] = cp
 			db.seals.put(cp)
+		}
+		if !guess {
+			var wrong []catalog.LogID
+			for l, size := range guessed {
+				if cp, ok := byLog[l]; !ok || cp.Size != size {
+					wrong = append(wrong, l)
+				}
+			}
+			db.seals.chill(wrong...)
 		}
 	}
 	out := make([]catalog.Sealed, len(logs))

@@ -1,8 +1,10 @@
 package postgres
 
 import (
+	"cmp"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
 )
@@ -22,10 +24,21 @@ import (
 // from the checkpoints read under the lock, never a fork. The published size of a
 // cached checkpoint may be behind: it is a lower bound, as any read of it is while
 // publication runs.
+//
+// A stream whose guess was wrong goes without one for chillFor: with two replicas
+// writing one stream, each one's cached checkpoint is stale after every tick of the
+// other, and guessing would build each of its ticks twice (and leave an orphan payload
+// object each time).
 type sealCache struct {
-	mu sync.Mutex
-	m  map[catalog.LogID]catalog.Checkpoint
+	mu       sync.Mutex
+	m        map[catalog.LogID]catalog.Checkpoint
+	cold     map[catalog.LogID]time.Time // streams not to guess until then
+	chillFor time.Duration               // 0: chillFor
 }
+
+// chillFor is how long a stream whose guess was wrong is sealed from checkpoints read
+// under the lock.
+const chillFor = 2 * time.Second
 
 // sealCacheMax bounds the project-streams the cache keeps (a checkpoint with its
 // compact range is at most about 2 KB); past it, an arbitrary entry makes room.
@@ -36,6 +49,12 @@ const sealCacheMax = 16384
 func (c *sealCache) get(log catalog.LogID) (catalog.Checkpoint, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if until, ok := c.cold[log]; ok {
+		if time.Now().Before(until) {
+			return catalog.Checkpoint{}, false
+		}
+		delete(c.cold, log)
+	}
 	cp, ok := c.m[log]
 	cp.Range = slices.Clone(cp.Range)
 	return cp, ok
@@ -70,5 +89,21 @@ func (c *sealCache) drop(logs ...catalog.LogID) {
 	defer c.mu.Unlock()
 	for _, l := range logs {
 		delete(c.m, l)
+	}
+}
+
+// chill makes the cache give no guess for logs during chillFor.
+func (c *sealCache) chill(logs ...catalog.LogID) {
+	if len(logs) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	until := time.Now().Add(cmp.Or(c.chillFor, chillFor))
+	if c.cold == nil || len(c.cold) >= sealCacheMax {
+		c.cold = make(map[catalog.LogID]time.Time) // forgetting only costs guesses
+	}
+	for _, l := range logs {
+		c.cold[l] = until
 	}
 }
