@@ -246,7 +246,9 @@ func (q *Query) Validate() error {
 // batch per checkpoint (nil or empty: nothing for that stream) and, if not nil, a
 // durable function that waits until every payload object the batches name is durable
 // (the driver calls it after writing the rows, before the commit, as
-// SealBatch.Durable). Returning an error commits nothing.
+// SealBatch.Durable). Returning an error commits nothing. A driver may run it twice in
+// one SealGroup (the PostgreSQL driver does when the checkpoints it started from
+// without a lock turn out stale): only the batches of the last run can commit.
 type SealGroupFunc func(ctx context.Context, cps []Checkpoint) (batches []*SealBatch, durable func() error, err error)
 
 // Sealed is the outcome of SealGroup for one project-stream.

@@ -45,7 +45,10 @@
 // The commit order, and what a crash at each step leaves behind:
 //
 //  1. Take the locks of the tick's project-streams (catalog.SealGroup: those no other
-//     replica holds, in a fixed order) and read their checkpoints.
+//     replica holds, in a fixed order) and read their checkpoints. The PostgreSQL
+//     driver starts instead from the checkpoints its last seals committed and takes
+//     the locks with step 4's checkpoint UPDATE, conditional on those sizes; if one
+//     moved, it rolls back and runs 2-4 again under the locks (docs/catalog.md).
 //     Crash: nothing written; the locks die with the transaction or process.
 //  2. For each stream, in parallel: assign sequences cp.Size+1.., mint ids (ascending
 //     within the batch) and nonces, build leaves, encrypt payloads (straight into the

@@ -204,6 +204,7 @@ func (c *committer) build(ctx context.Context, cps []catalog.Checkpoint, byLog m
 	for i, cp := range cps {
 		r := byLog[cp.Log]
 		g.Go(func() error {
+			r.b, r.err = nil, nil // a catalog may run this twice (catalog.SealGroupFunc)
 			b, err := r.ls.build(ctx, cp, r.p)
 			if err != nil {
 				r.err = err

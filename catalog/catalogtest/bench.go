@@ -35,7 +35,7 @@ func BenchmarkSeal(b *testing.B, open func(testing.TB) catalog.Catalog) {
 // streams project-streams with batch events each (one transaction for all). It reports
 // events/s. open returns a fresh catalog.
 func benchmarkSealGroup(b *testing.B, open func(testing.TB) catalog.Catalog) {
-	for _, c := range []struct{ streams, batch int }{{1, 200}, {10, 20}, {100, 2}, {1000, 1}} {
+	for _, c := range []struct{ streams, batch int }{{1, 20}, {1, 200}, {10, 20}, {100, 2}, {1000, 1}} {
 		b.Run(fmt.Sprintf("streams=%d/batch=%d", c.streams, c.batch), func(b *testing.B) {
 			db := open(b)
 			logs := make([]catalog.LogID, c.streams)

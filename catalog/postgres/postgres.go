@@ -1,8 +1,9 @@
 // Package postgres is the production catalog driver: PostgreSQL through pgx v5 and a
 // pgxpool. Several sealtraild replicas may share one database: a seal locks its
-// project-stream's checkpoint row (SELECT ... FOR UPDATE) for the whole batch, so
-// batches of one project-stream are serialized across processes, and batches of
-// different project-streams run in parallel.
+// project-stream's checkpoint row (SELECT ... FOR UPDATE; in a group commit from a
+// cached checkpoint, the checkpoint UPDATE itself, conditional on the size the batch
+// was built on) until it commits, so batches of one project-stream are serialized
+// across processes, and batches of different project-streams run in parallel.
 //
 // The event index is range-partitioned by receive time, one partition per UTC month;
 // partitions are created ahead at Open and on demand before a seal needs them. The
@@ -40,6 +41,8 @@ type DB struct {
 	months sync.Map
 	// checkpoints caches the checkpoint rows known to exist (key: catalog.LogID).
 	checkpoints sync.Map
+	// seals caches the checkpoints this handle's seals committed (sealcache.go).
+	seals sealCache
 }
 
 var _ catalog.Catalog = (*DB)(nil)
@@ -61,9 +64,17 @@ const migrationLock = 0x5ea17a11
 // Open connects to the database named by dsn (a libpq URL or key=value string),
 // applies pending migrations and creates the event partitions around now.
 func Open(ctx context.Context, dsn string, opts Options) (*DB, error) {
+	return open(ctx, dsn, opts, nil)
+}
+
+// open is Open; tune, if not nil, adjusts the pool's configuration first (tests).
+func open(ctx context.Context, dsn string, opts Options, tune func(*pgxpool.Config)) (*DB, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: parse DSN: %w", err)
+	}
+	if tune != nil {
+		tune(cfg)
 	}
 	switch {
 	case opts.MaxConns > 0:
