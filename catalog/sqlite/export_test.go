@@ -5,7 +5,7 @@ import "context"
 // OpenMerging opens path with every batch's rows bound for events_recent and a merge
 // as soon as rows of them have gathered (recent.go): TestCrashMerging's child.
 func OpenMerging(ctx context.Context, path string, rows int) (*DB, error) {
-	return Open(ctx, path, Options{directRows: 1 << 30, mergeRows: rows})
+	return Open(ctx, path, Options{directRows: 1 << 30, directStreams: -1, mergeRows: rows})
 }
 
 // RecentRows returns the rows of events_recent and batches_recent.

@@ -22,7 +22,10 @@ import (
 // transaction, in key order, when recentMergeRows rows have gathered, the oldest is
 // recentMergeAge old or no seal came for recentQuiet, so each stream's pages are
 // touched once per merge instead of once per tick. A batch of at least directRows
-// events fills pages of its own and is written to events and batches directly.
+// events fills pages of its own and is written to events and batches directly, and
+// so is every batch of a tick of at most directStreams project-streams: such a tick
+// dirties a few pages of each tree wherever its rows go, and one busy stream's small
+// ticks would otherwise pay for merges (and their pauses) that save it nothing.
 //
 // Every read takes both tables (a row is in exactly one of them in any snapshot: the
 // merge is one transaction). Event ids are unique per project-stream across both:
@@ -49,6 +52,7 @@ const (
 	recentQuiet     = 150 * time.Millisecond
 	recentInterval  = 50 * time.Millisecond
 	directRows      = 32
+	directStreams   = 4
 )
 
 // recentRows is what the handle knows of events_recent.
@@ -58,7 +62,8 @@ type recentRows struct {
 	// checks ids against a half-updated memory.
 	write sync.Mutex
 
-	directRows int // the smallest batch written to events directly
+	directRows    int // the smallest batch written to events directly
+	directStreams int // the most streams of a tick whose batches all go to events directly (< 0: none)
 	mergeRows  int // rows in events_recent that start a merge
 	// fault, if set, runs after each merge statement; an error fails the merge (tests).
 	fault func(step int) error

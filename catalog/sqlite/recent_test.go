@@ -38,6 +38,9 @@ func mergeAll(t testing.TB, db *DB) {
 func openRecent(t testing.TB, path string, opts Options) *DB {
 	t.Helper()
 	opts.mergeRows = 1 << 30
+	if opts.directStreams == 0 {
+		opts.directStreams = -1 // small batches of one stream go to events_recent
+	}
 	db, err := Open(context.Background(), path, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -56,8 +59,8 @@ func TestConformanceRecentRows(t *testing.T) {
 		opts   Options
 		merger bool
 	}{
-		{"unmerged", Options{directRows: 1 << 30, mergeRows: 1 << 30}, false},
-		{"merging", Options{directRows: 1 << 30, mergeRows: 1}, true},
+		{"unmerged", Options{directRows: 1 << 30, directStreams: -1, mergeRows: 1 << 30}, false},
+		{"merging", Options{directRows: 1 << 30, directStreams: -1, mergeRows: 1}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			catalogtest.Run(t, func(t *testing.T) catalog.Catalog {
@@ -335,5 +338,48 @@ func TestManyStreamsWriteAmplification(t *testing.T) {
 	// the recent tables: the bound above tells them apart.
 	if per := rowFrames(Options{directRows: 1}); per <= bound {
 		t.Errorf("%.2f WAL frames per event with every row written to events directly; the measure cannot tell", per)
+	}
+}
+
+// TestFewStreamsWriteDirect checks where the default options put a tick's rows: a
+// small batch of a tick of at most directStreams streams goes to events (one busy
+// project must not pay for merges), a tick of more streams sends its small batches
+// to events_recent, and a stream with rows waiting there keeps sending its rows there.
+func TestFewStreamsWriteDirect(t *testing.T) {
+	db := openRecent(t, filepath.Join(t.TempDir(), "c.db"), Options{directStreams: directStreams})
+	ctx := context.Background()
+	tick := func(name string, logs []catalog.LogID) {
+		t.Helper()
+		_, err := db.SealGroup(ctx, logs, func(ctx context.Context, cps []catalog.Checkpoint) ([]*catalog.SealBatch, func() error, error) {
+			var out []*catalog.SealBatch
+			for _, cp := range cps {
+				out = append(out, &catalog.SealBatch{BatchID: fmt.Sprintf("%s%d", name, cp.Size+1),
+					Events: catalogtest.MakeEvents(name, cp.Size+1, 2), Root: catalogtest.H(fmt.Sprintf("root %d", cp.Size+2))})
+			}
+			return out, nil, nil
+		})
+		if err != nil {
+			t.Fatalf("tick %s of %d streams: %v", name, len(logs), err)
+		}
+	}
+	var logs []catalog.LogID
+	for i := range directStreams + 1 {
+		logs = append(logs, catalog.LogID{ProjectID: fmt.Sprintf("prj_f%d", i), Stream: catalog.StreamEvents})
+	}
+	tick("a", logs[:1])
+	tick("b", logs[:directStreams])
+	if n := recentRowCount(t, db); n != 0 {
+		t.Fatalf("%d rows in events_recent after ticks of 1 and %d streams, want 0", n, directStreams)
+	}
+	tick("c", logs)
+	if n, want := recentRowCount(t, db), 2*(directStreams+1); n != want {
+		t.Fatalf("%d rows in events_recent after a tick of %d streams, want %d", n, len(logs), want)
+	}
+	tick("d", logs[:1]) // rows waiting: this stream's next rows follow them
+	if n, want := recentRowCount(t, db), 2*(directStreams+2); n != want {
+		t.Fatalf("%d rows in events_recent after a one-stream tick with rows waiting, want %d", n, want)
+	}
+	for _, log := range logs {
+		catalogtest.CheckConsistent(t, db, log)
 	}
 }

@@ -159,7 +159,7 @@ func (db *DB) sealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.Se
 	for i := range todo {
 		w := &todo[i]
 		w.pub = min(db.pub.size(logs[w.at]), w.cp.Size)
-		w.direct = len(w.b.Events) >= rr.directRows && !rr.has(w.n)
+		w.direct = (len(todo) <= rr.directStreams || len(w.b.Events) >= rr.directRows) && !rr.has(w.n)
 		if w.direct {
 			direct = append(direct, *w)
 		} else {

@@ -71,9 +71,10 @@ type Options struct {
 	// Logger receives operational messages (default slog.Default()).
 	Logger *slog.Logger
 
-	// Tests: the smallest batch written to events directly and the rows in
+	// Tests: the smallest batch written to events directly, the most streams of a
+	// tick written to events directly (negative: none) and the rows in
 	// events_recent that start a merge (recent.go; 0 is the default).
-	directRows, mergeRows int
+	directRows, directStreams, mergeRows int
 }
 
 // Open opens (creating if needed) the catalog in the file at path and applies any
@@ -128,6 +129,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	singleConn(w)
 	db := &DB{w: w, log: opts.Logger, now: time.Now}
 	db.recent.directRows, db.recent.mergeRows = cmp.Or(opts.directRows, directRows), cmp.Or(opts.mergeRows, recentMergeRows)
+	db.recent.directStreams = cmp.Or(opts.directStreams, directStreams)
 	db.locks.m = make(map[catalog.LogID]*lockEntry)
 	db.publocks.m = make(map[catalog.LogID]*lockEntry)
 	if err := db.migrate(ctx); err != nil {
