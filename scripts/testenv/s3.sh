@@ -8,7 +8,7 @@
 # and the S3 tests skip (or fail under CI=true).
 
 testenv_s3() {
-  local bin port root i
+  local bin port root
   bin="$(go env GOPATH)/bin/versitygw"
   if [ ! -x "$bin" ]; then
     echo "testenv: versitygw not installed ($bin); S3 tests will skip (run .ci/install.d/20-versitygw.sh)"
@@ -16,32 +16,22 @@ testenv_s3() {
   fi
   root="$TESTENV_DIR/s3"
   mkdir -p "$root/sealtrail-test"
-  port=""
-  for i in $(seq 1 20); do
-    local p=$((20000 + RANDOM % 40000))
-    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then port=$p; break; fi
-  done
-  if [ -z "$port" ]; then
-    echo "testenv: no free port for versitygw; S3 tests will skip"
+  # shellcheck source=/dev/null
+  source "$(dirname "${BASH_SOURCE[0]}")/lib.bash"
+  testenv_s3_start() {
+    ROOT_ACCESS_KEY_ID=sealtrail-test ROOT_SECRET_ACCESS_KEY=sealtrail-test-secret \
+      "$bin" --port "127.0.0.1:$1" --quiet posix "$root" >>"$TESTENV_DIR/versitygw.log" 2>&1 &
+  }
+  if testenv_listen testenv_s3_start; then
+    port=$TESTENV_PORT
+    export SEALTRAIL_TEST_S3="s3://sealtrail-test?endpoint=http://127.0.0.1:$port&path_style=true&region=us-east-1"
+    export SEALTRAIL_TEST_S3_ACCESS_KEY=sealtrail-test
+    export SEALTRAIL_TEST_S3_SECRET_KEY=sealtrail-test-secret
+    echo "testenv: versitygw on 127.0.0.1:$port"
     return 0
   fi
-  ROOT_ACCESS_KEY_ID=sealtrail-test ROOT_SECRET_ACCESS_KEY=sealtrail-test-secret \
-    "$bin" --port "127.0.0.1:$port" --quiet posix "$root" >"$TESTENV_DIR/versitygw.log" 2>&1 &
-  local pid=$!
-  TESTENV_PIDS+=("$pid")
-  for i in $(seq 1 100); do
-    if ! kill -0 "$pid" 2>/dev/null; then break; fi
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-      export SEALTRAIL_TEST_S3="s3://sealtrail-test?endpoint=http://127.0.0.1:$port&path_style=true&region=us-east-1"
-      export SEALTRAIL_TEST_S3_ACCESS_KEY=sealtrail-test
-      export SEALTRAIL_TEST_S3_SECRET_KEY=sealtrail-test-secret
-      echo "testenv: versitygw on 127.0.0.1:$port"
-      return 0
-    fi
-    sleep 0.1
-  done
   echo "testenv: versitygw did not start (see $TESTENV_DIR/versitygw.log); S3 tests will skip"
   return 0
 }
 testenv_s3
-unset -f testenv_s3
+unset -f testenv_s3 testenv_s3_start testenv_listen
