@@ -32,16 +32,36 @@ const busyBacklog = tiles.TileWidth
 type pubBudget struct {
 	rate   float64 // tokens per second; 0 or less: no budget
 	burst  float64
+	group  float64 // tokens a round of quiet streams waits for (budgetGroupGap's worth)
 	tokens float64
 	at     time.Time // when tokens was brought up to date; zero before first use
 }
 
+// budgetGroupGap is the least time's worth of tokens a round of quiet streams waits
+// for when more quiet streams are due than the budget has tokens: without it a
+// publisher woken at each new token would publish them one per round, and a round's
+// three filesystem syncs would no longer be shared (with 1,000 quiet streams and a
+// 20 ms PublishInterval, more rounds than streams).
+const budgetGroupGap = 100 * time.Millisecond
+
 // newPubBudget returns a budget of rate publications per second (none if rate <= 0),
-// holding at most the tokens of one PublishInterval (and at most one second's, at
-// least one token).
+// holding at most the tokens of one PublishInterval or of budgetGroupGap, whichever
+// is longer (and at most one second's, at least one token).
 func newPubBudget(rate float64, interval time.Duration) *pubBudget {
-	burst := max(1, rate*min(interval, time.Second).Seconds())
-	return &pubBudget{rate: rate, burst: burst, tokens: burst}
+	group := max(1, rate*budgetGroupGap.Seconds())
+	burst := max(group, rate*min(interval, time.Second).Seconds())
+	return &pubBudget{rate: rate, burst: burst, group: group, tokens: burst}
+}
+
+// ready reports whether, at now, a round may take quiet streams when quiet of them
+// are due: once the tokens cover them all or a group's worth (always without a
+// budget).
+func (b *pubBudget) ready(now time.Time, quiet int) bool {
+	if !b.limited() {
+		return true
+	}
+	b.refill(now)
+	return b.tokens >= max(1, min(b.group, float64(quiet)))
 }
 
 // limited reports whether b limits anything.
@@ -73,15 +93,16 @@ func (b *pubBudget) spend(now time.Time) bool {
 	return true
 }
 
-// wait returns how long after now the next token is there (0 if it is, or without a
-// budget).
-func (b *pubBudget) wait(now time.Time) time.Duration {
+// wait returns how long after now the budget is ready for quiet due streams (0 if it
+// is, or without a budget).
+func (b *pubBudget) wait(now time.Time, quiet int) time.Duration {
 	if !b.limited() {
 		return 0
 	}
 	b.refill(now)
-	if b.tokens >= 1 {
+	need := max(1, min(b.group, float64(quiet)))
+	if b.tokens >= need {
 		return 0
 	}
-	return time.Duration(math.Ceil((1 - b.tokens) / b.rate * float64(time.Second)))
+	return time.Duration(math.Ceil((need - b.tokens) / b.rate * float64(time.Second)))
 }

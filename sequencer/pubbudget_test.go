@@ -119,7 +119,7 @@ func TestPubBudgetBusyStreamAndClose(t *testing.T) {
 	if len(got) != 1 || got[0].log != policyLog(101) {
 		t.Fatalf("with the budget spent, took %d requests, want only the busy stream", len(got))
 	}
-	if w := p.budget.wait(now.Add(time.Millisecond)); w <= 0 || w > 100*time.Millisecond {
+	if w := p.budget.wait(now.Add(time.Millisecond), p.quiet()); w <= 0 || w > 100*time.Millisecond {
 		t.Fatalf("next token in %v, want within 1/rate", w)
 	}
 	left := len(p.queue)
@@ -188,5 +188,45 @@ func TestPublishBudgetWithManyStreams(t *testing.T) {
 		if err != nil || cp.PublishedSize != 2 {
 			t.Fatalf("stream %d: %+v, %v", i, cp, err)
 		}
+	}
+}
+
+// With more quiet streams due than tokens, rounds wait for a group's worth of tokens
+// (budgetGroupGap) instead of taking each token as it comes, so quiet streams are
+// still published many to a round, sharing its syncs, even with a short
+// PublishInterval; a lone quiet stream is not kept waiting for a group.
+func TestPubBudgetGroupsQuietStreams(t *testing.T) {
+	const (
+		interval = 20 * time.Millisecond
+		rate     = DefaultPublishBudget
+		streams  = 1000
+	)
+	p := policyPublisher(rate, interval)
+	t0 := time.Unix(1_700_000_000, 0)
+	for i := range streams {
+		p.queueReq(policyLog(i), 1)
+	}
+	rounds, total := 0, 0
+	for now := t0; now.Sub(t0) < 3*time.Second; now = now.Add(p.gap) {
+		got := len(p.take(now))
+		if got == 0 {
+			continue
+		}
+		rounds++
+		total += got
+		if group := int(p.budget.group); got < group {
+			t.Fatalf("round %d at %v took %d quiet streams, want at least %d", rounds, now.Sub(t0), got, group)
+		}
+	}
+	if bound := p.budget.burst + rate*3; float64(total) > bound || total < 3*rate*9/10 {
+		t.Fatalf("%d publications in 3 s at %d/s (bound %v)", total, rate, bound)
+	}
+	t.Logf("%d rounds, %d publications", rounds, total)
+
+	lone := policyPublisher(rate, interval)
+	lone.budget.tokens = 1.5 // less than a group
+	lone.queueReq(policyLog(0), 1)
+	if got := lone.take(t0); len(got) != 1 {
+		t.Fatalf("a lone quiet stream waited for a group's worth of tokens")
 	}
 }

@@ -121,7 +121,7 @@ func (p *publisher) run() {
 				p.mu.Unlock()
 				return
 			}
-			wait := p.budget.wait(now)
+			wait := p.budget.wait(now, p.quiet())
 			p.mu.Unlock()
 			p.sleep(max(wait, time.Millisecond))
 			continue
@@ -149,6 +149,7 @@ func (p *publisher) sleep(d time.Duration) {
 // their order, so the oldest go first.
 func (p *publisher) take(now time.Time) []*pubReq {
 	seen := make(map[catalog.LogID]bool, min(len(p.queue), p.maxRound))
+	ready := p.budget.ready(now, p.quiet())
 	var reqs, rest []*pubReq
 	for _, r := range p.queue {
 		why := -1
@@ -158,7 +159,7 @@ func (p *publisher) take(now time.Time) []*pubReq {
 				why = takenClose
 			case r.busy():
 				why = takenBusy
-			case p.budget.spend(now):
+			case ready && p.budget.spend(now):
 				why = takenBudget
 			}
 		}
@@ -172,6 +173,21 @@ func (p *publisher) take(now time.Time) []*pubReq {
 	}
 	p.queue = rest
 	return reqs
+}
+
+// quiet returns how many queued requests the budget holds back (under mu): those of
+// quiet streams, none when flushing.
+func (p *publisher) quiet() int {
+	if p.flushing || !p.budget.limited() {
+		return 0
+	}
+	n := 0
+	for _, r := range p.queue {
+		if !r.busy() {
+			n++
+		}
+	}
+	return n
 }
 
 // takenCount returns how many requests rounds took for reason why.
