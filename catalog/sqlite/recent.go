@@ -64,7 +64,7 @@ type recentRows struct {
 
 	directRows    int // the smallest batch written to events directly
 	directStreams int // the most streams of a tick whose batches all go to events directly (< 0: none)
-	mergeRows  int // rows in events_recent that start a merge
+	mergeRows     int // rows in events_recent that start a merge
 	// fault, if set, runs after each merge statement; an error fails the merge (tests).
 	fault func(step int) error
 
