@@ -21,6 +21,11 @@ for env in scripts/testenv/*.sh; do
   # shellcheck source=/dev/null
   source "$env"
 done
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:" $unformatted >&2
+  exit 1
+fi
 go vet ./...
 ./scripts/staticcheck.sh
 go test -race -count=1 -timeout 30m ${GOTESTFLAGS:-} ./...
