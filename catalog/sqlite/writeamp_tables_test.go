@@ -77,16 +77,7 @@ func manyStreamTicks(tb testing.TB, opts Options, streams, warm, ticks int) (map
 	tb.Helper()
 	ctx := context.Background()
 	path := filepath.Join(tb.TempDir(), "catalog.db")
-	db, err := Open(ctx, path, opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(db.Close)
-	if err := db.walc.stop(); err != nil {
-		tb.Fatal(err)
-	}
-	db.walc = nil
-	db.terms.hold(true)
+	db := openMeasured(tb, path, opts)
 	logs := make([]catalog.LogID, streams)
 	for i := range logs {
 		logs[i] = catalog.LogID{ProjectID: fmt.Sprintf("prj_many%04d", i), Stream: catalog.StreamEvents}

@@ -53,17 +53,8 @@ func BenchmarkTickWrites(b *testing.B) {
 		b.Run(fmt.Sprintf("streams=%d", streams), func(b *testing.B) {
 			ctx := context.Background()
 			path := filepath.Join(b.TempDir(), "catalog.db")
-			db, err := Open(ctx, path, Options{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(db.Close)
 			// The benchmark checkpoints itself, at known points.
-			if err := db.walc.stop(); err != nil {
-				b.Fatal(err)
-			}
-			db.walc = nil
-			db.terms.hold(true)
+			db := openMeasured(b, path, Options{})
 			logs := make([]catalog.LogID, streams)
 			for i := range logs {
 				logs[i] = catalog.LogID{ProjectID: fmt.Sprintf("prj_amp%03d", i), Stream: catalog.StreamEvents}
@@ -119,4 +110,22 @@ func BenchmarkTickWrites(b *testing.B) {
 			b.ReportMetric(float64(frames)/float64(b.N*ticksPerCheckpoint), "frames/tick")
 		})
 	}
+}
+
+// openMeasured opens the catalog at path for a measurement of its writes: without
+// the WAL checkpointer (the caller checkpoints, if at all, at known points) and with
+// the term indexer held, so that only the seals write.
+func openMeasured(tb testing.TB, path string, opts Options) *DB {
+	tb.Helper()
+	db, err := Open(context.Background(), path, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(db.Close)
+	if err := db.walc.stop(); err != nil {
+		tb.Fatal(err)
+	}
+	db.walc = nil
+	db.terms.hold(true)
+	return db
 }
