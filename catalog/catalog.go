@@ -44,11 +44,29 @@ type LogID struct {
 	Stream    Stream
 }
 
+// ValidProjectID reports whether id has the form of a project id: "prj_" and then 1
+// to 124 characters of [A-Za-z0-9_-] (the service mints "prj_" and 26 of
+// [0-9a-z]). A project id is a path segment of every object key of its logs and part
+// of their origin lines, so no "/", ".", space, control or non-ASCII character may
+// appear in it.
+func ValidProjectID(id string) bool {
+	if len(id) <= len("prj_") || len(id) > 128 || id[:4] != "prj_" {
+		return false
+	}
+	for i := 4; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 func (l LogID) String() string { return l.ProjectID + "/" + string(l.Stream) }
 
 // Validate reports whether l names a possible project-stream.
 func (l LogID) Validate() error {
-	if l.ProjectID == "" || len(l.ProjectID) > 128 {
+	if !ValidProjectID(l.ProjectID) {
 		return fmt.Errorf("%w: project id %q", ErrInvalid, l.ProjectID)
 	}
 	if !l.Stream.Valid() {

@@ -25,8 +25,8 @@ const MaxIngestRateLimit = 100_000_000
 
 // Validate checks the stored fields of p.
 func (p *Project) Validate() error {
-	if !strings.HasPrefix(p.ID, "prj_") || len(p.ID) > 128 {
-		return fmt.Errorf("%w: project id %q must start with prj_", ErrInvalid, p.ID)
+	if !ValidProjectID(p.ID) {
+		return fmt.Errorf("%w: project id %q must be prj_ and 1 to 124 of [A-Za-z0-9_-]", ErrInvalid, p.ID)
 	}
 	if len(p.Name) > maxTextLen {
 		return fmt.Errorf("%w: project name too long", ErrInvalid)

@@ -224,7 +224,7 @@ func TestHeadsSharedCatalog(t *testing.T) {
 func TestHeadsEdgeBudget(t *testing.T) {
 	c := newHeadCache(nil)
 	rd := tiles.NewReader(nil, "", tiles.Tree{}, nil)
-	logs := []catalog.LogID{{ProjectID: "p1", Stream: catalog.StreamEvents}, {ProjectID: "p2", Stream: catalog.StreamEvents}}
+	logs := []catalog.LogID{{ProjectID: "prj_p1", Stream: catalog.StreamEvents}, {ProjectID: "prj_p2", Stream: catalog.StreamEvents}}
 	h1 := c.note(catalog.Checkpoint{Log: logs[0], Size: 10})
 	if got := c.keep(logs[0], h1, rd, maxCachedEdge); got != rd || h1.rd.Load() != rd || c.budget != edgeBudget-maxCachedEdge {
 		t.Fatalf("kept %v, budget %d", h1.rd.Load(), c.budget)

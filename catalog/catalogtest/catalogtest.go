@@ -216,7 +216,7 @@ func testSealAppends(t *testing.T, db catalog.Catalog) {
 	wantErr(t, "EventSequence(unknown)", err, catalog.ErrNotFound)
 	_, err = db.EventSequence(ctx, logB, "e1")
 	wantErr(t, "EventSequence in another project", err, catalog.ErrNotFound)
-	_, err = db.EventSequence(ctx, catalog.LogID{ProjectID: "never-sealed", Stream: catalog.StreamEvents}, "e1")
+	_, err = db.EventSequence(ctx, catalog.LogID{ProjectID: "prj_neversealed", Stream: catalog.StreamEvents}, "e1")
 	wantErr(t, "EventSequence in a project-stream never sealed", err, catalog.ErrNotFound)
 }
 
