@@ -96,6 +96,11 @@ type SIEMCatalog interface {
 	// ErrConflict): attempts and the error; dead moves the destination to
 	// dead_letter.
 	FailDestination(ctx context.Context, id, owner string, attempts int, lastErr string, dead bool, now time.Time) error
+	// ReplaceDestinationConfig sets the config of destination id to config only if it
+	// is still old, byte for byte, and reports whether it did (the KEK rotation
+	// rewraps a destination's sealed secrets: a row deleted or changed meanwhile is
+	// left alone). Nothing else of the row changes.
+	ReplaceDestinationConfig(ctx context.Context, id string, old, config []byte) (bool, error)
 }
 
 // TrimError shortens an error text to what the catalog stores.

@@ -36,9 +36,10 @@ type RewrapStore interface {
 
 // RewrapStats counts what one Rewrap run did.
 type RewrapStats struct {
-	// Rewrapped keys are now wrapped by the current KEK.
+	// Rewrapped keys (and other secrets, SecretOwner) are now wrapped by the current KEK.
 	Rewrapped int64 `json:"rewrapped"`
-	// Skipped keys changed under the run (destroyed, or rewrapped by another replica).
+	// Skipped keys and secrets changed under the run (destroyed or deleted, or
+	// rewrapped by another replica).
 	Skipped int64 `json:"skipped"`
 }
 
@@ -118,8 +119,11 @@ type RotationStatus struct {
 	PreviousKEKs []string `json:"previousKeks"`
 	// Keys counts the live data keys per KEK id, from the catalog.
 	Keys map[string]int64 `json:"keys"`
-	// Remaining is the number of live keys not yet under CurrentKEK; at 0 the previous
-	// KEKs are no longer needed.
+	// Secrets counts the other secrets sealed by each KEK (the SIEM destinations'),
+	// from the catalog.
+	Secrets map[string]int64 `json:"secrets"`
+	// Remaining is the number of live keys and secrets not yet under CurrentKEK; at 0
+	// the previous KEKs are no longer needed.
 	Remaining int64 `json:"remaining"`
 	// Running reports whether this replica is rewrapping now; the rest describes its
 	// last run (StartedAt zero: none since it started).
@@ -139,6 +143,7 @@ type Rotator struct {
 	logger *slog.Logger
 
 	mu     sync.Mutex // guards the fields below
+	owners []SecretOwner
 	status RotationStatus
 	done   chan struct{} // closed when the current run ends; nil before the first
 }
@@ -149,6 +154,26 @@ func NewRotator(ctx context.Context, kr *Keyring, store RewrapStore, logger *slo
 		logger = slog.Default()
 	}
 	return &Rotator{ctx: ctx, kr: kr, store: store, logger: logger}
+}
+
+// SecretOwner holds secrets other than data keys sealed by the KEK (the SIEM
+// destinations' tokens and webhook secrets). A Rotator's runs rewrap them after the
+// data keys, and its status counts them, so that Remaining reaches 0 only when the
+// previous KEKs open nothing any more.
+type SecretOwner interface {
+	// RewrapSecrets reseals under kek's current KEK every secret sealed by another
+	// KEK, replacing each only if it did not change meanwhile; idempotent, like
+	// Rewrap. A secret sealed by a KEK that kek does not have stops it with ErrRewrap.
+	RewrapSecrets(ctx context.Context, kek *KEKSet) (RewrapStats, error)
+	// CountSecretsByKEK returns the number of sealed secrets per KEK id.
+	CountSecretsByKEK(ctx context.Context) (map[string]int64, error)
+}
+
+// AddSecrets makes o's secrets part of every later run and status.
+func (r *Rotator) AddSecrets(o SecretOwner) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.owners = append(r.owners, o)
 }
 
 // Start begins a rewrap run unless one is running; it reports whether it started one.
@@ -162,6 +187,7 @@ func (r *Rotator) Start() bool {
 	r.status.Last, r.status.Error = RewrapStats{}, ""
 	done := make(chan struct{})
 	r.done = done
+	owners := slices.Clone(r.owners)
 	go func() {
 		defer close(done)
 		r.logger.Info("keyring: rewrapping data keys", slog.String("kek", r.kr.KEKID()))
@@ -170,6 +196,14 @@ func (r *Rotator) Start() bool {
 			r.status.Last = st
 			r.mu.Unlock()
 		})
+		for _, o := range owners {
+			if err != nil {
+				break
+			}
+			var more RewrapStats
+			more, err = o.RewrapSecrets(r.ctx, r.kr.KEKs())
+			st.Rewrapped, st.Skipped = st.Rewrapped+more.Rewrapped, st.Skipped+more.Skipped
+		}
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.status.Running, r.status.FinishedAt, r.status.Last = false, r.kr.now(), st
@@ -206,18 +240,30 @@ func (r *Rotator) Status(ctx context.Context) (RotationStatus, error) {
 		return RotationStatus{}, fmt.Errorf("keyring: rotation status: %w", err)
 	}
 	r.mu.Lock()
-	st := r.status
+	st, owners := r.status, slices.Clone(r.owners)
 	r.mu.Unlock()
-	st.CurrentKEK, st.Keys, st.PreviousKEKs = r.kr.KEKID(), counts, []string{}
+	secrets := map[string]int64{}
+	for _, o := range owners {
+		n, err := o.CountSecretsByKEK(ctx)
+		if err != nil {
+			return RotationStatus{}, fmt.Errorf("keyring: rotation status: %w", err)
+		}
+		for id, c := range n {
+			secrets[id] += c
+		}
+	}
+	st.CurrentKEK, st.Keys, st.Secrets, st.PreviousKEKs = r.kr.KEKID(), counts, secrets, []string{}
 	for id := range r.kr.unwrappers {
 		if id != st.CurrentKEK {
 			st.PreviousKEKs = append(st.PreviousKEKs, id)
 		}
 	}
 	slices.Sort(st.PreviousKEKs)
-	for id, n := range counts {
-		if id != st.CurrentKEK {
-			st.Remaining += n
+	for _, m := range []map[string]int64{counts, secrets} {
+		for id, n := range m {
+			if id != st.CurrentKEK {
+				st.Remaining += n
+			}
 		}
 	}
 	return st, nil

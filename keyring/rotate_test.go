@@ -93,3 +93,61 @@ func TestKEKSet(t *testing.T) {
 		t.Fatalf("the set did not wrap with the current KEK: %v", err)
 	}
 }
+
+// fakeSecrets is a SecretOwner of n secrets, all under one KEK, that a run moves to
+// the current KEK (or fails with err).
+type fakeSecrets struct {
+	kek string
+	n   int64
+	err error
+}
+
+func (f *fakeSecrets) RewrapSecrets(_ context.Context, kek *KEKSet) (RewrapStats, error) {
+	if f.err != nil {
+		return RewrapStats{}, f.err
+	}
+	if f.kek == kek.ID() {
+		return RewrapStats{}, nil
+	}
+	f.kek = kek.ID()
+	return RewrapStats{Rewrapped: f.n}, nil
+}
+
+func (f *fakeSecrets) CountSecretsByKEK(context.Context) (map[string]int64, error) {
+	return map[string]int64{f.kek: f.n}, nil
+}
+
+// TestRotatorSecrets: a run rewraps the secret owners' secrets after the data keys,
+// the status counts them in Remaining, and an owner's failure is the run's error.
+func TestRotatorSecrets(t *testing.T) {
+	ctx := context.Background()
+	db := newStore(t)
+	kekA, kekB := newKEK(t), newKEK(t)
+	if _, err := New(db, kekA, Options{}).Encrypt(ctx, logA, "2026-11", []byte("x"), nil); err != nil {
+		t.Fatal(err)
+	}
+	r := NewRotator(ctx, New(db, kekB, Options{Previous: []Wrapper{kekA}}), db, nil)
+	owner := &fakeSecrets{kek: kekA.ID(), n: 2}
+	r.AddSecrets(owner)
+	st, err := r.Status(ctx)
+	if err != nil || st.Remaining != 3 || st.Keys[kekA.ID()] != 1 || st.Secrets[kekA.ID()] != 2 {
+		t.Fatalf("before: %+v, %v", st, err)
+	}
+	r.Start()
+	if err := r.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err = r.Status(ctx)
+	if err != nil || st.Remaining != 0 || st.Secrets[kekB.ID()] != 2 || st.Last.Rewrapped != 3 || st.Error != "" {
+		t.Fatalf("after: %+v, %v", st, err)
+	}
+	broken := &fakeSecrets{kek: kekA.ID(), n: 1, err: ErrRewrap}
+	r.AddSecrets(broken)
+	r.Start()
+	if err := r.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ = r.Status(ctx); st.Error == "" || st.Remaining != 1 {
+		t.Fatalf("a failing owner: %+v", st)
+	}
+}

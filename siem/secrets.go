@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/keyring"
 )
 
@@ -87,3 +88,79 @@ func openSettings(ctx context.Context, kek keyring.Wrapper, destID string, raw [
 }
 
 var errNoKEK = errors.New("siem: a key-encryption key is required")
+
+// Secrets is the destinations' side of KEK rotation (a keyring.SecretOwner): the
+// rotator's runs reseal every destination's secrets under the current KEK, and its
+// status counts them, so the previous KEK can be dropped only once nothing it sealed
+// is left.
+type Secrets struct{ Catalog catalog.SIEMCatalog }
+
+var _ keyring.SecretOwner = Secrets{}
+
+// RewrapSecrets reseals under kek's current KEK the secrets of every destination
+// sealed by another KEK of kek, with the same destination id as associated data. A
+// destination changed or deleted meanwhile is skipped; a crash leaves the rest under
+// the old KEK for the next run.
+func (s Secrets) RewrapSecrets(ctx context.Context, kek *keyring.KEKSet) (keyring.RewrapStats, error) {
+	var stats keyring.RewrapStats
+	dests, err := s.Catalog.ListDestinations(ctx, "")
+	if err != nil {
+		return stats, fmt.Errorf("%w: list SIEM destinations: %w", keyring.ErrRewrap, err)
+	}
+	for _, d := range dests {
+		var st storedSettings
+		if err := json.Unmarshal(d.Config, &st); err != nil {
+			return stats, fmt.Errorf("%w: SIEM destination %s: config: %w", keyring.ErrRewrap, d.ID, err)
+		}
+		if len(st.Sealed) == 0 || st.KEKID == kek.ID() {
+			continue
+		}
+		old, ok := kek.Unwrapper(st.KEKID)
+		if !ok {
+			return stats, fmt.Errorf("%w: SIEM destination %s: secrets sealed by KEK %q, which is not configured (add it as a previous KEK)", keyring.ErrRewrap, d.ID, st.KEKID)
+		}
+		pt, err := old.Unwrap(ctx, st.Sealed, []byte(d.ID))
+		if err != nil {
+			return stats, fmt.Errorf("%w: SIEM destination %s: open secrets: %w", keyring.ErrRewrap, d.ID, err)
+		}
+		st.Sealed, err = kek.Wrap(ctx, pt, []byte(d.ID))
+		clear(pt)
+		if err != nil {
+			return stats, fmt.Errorf("%w: SIEM destination %s: seal secrets: %w", keyring.ErrRewrap, d.ID, err)
+		}
+		st.KEKID = kek.ID()
+		raw, err := json.Marshal(st)
+		if err != nil {
+			return stats, fmt.Errorf("%w: SIEM destination %s: config: %w", keyring.ErrRewrap, d.ID, err)
+		}
+		replaced, err := s.Catalog.ReplaceDestinationConfig(ctx, d.ID, d.Config, raw)
+		if err != nil {
+			return stats, fmt.Errorf("%w: SIEM destination %s: %w", keyring.ErrRewrap, d.ID, err)
+		}
+		if replaced {
+			stats.Rewrapped++
+		} else {
+			stats.Skipped++
+		}
+	}
+	return stats, nil
+}
+
+// CountSecretsByKEK returns the number of destinations whose secrets each KEK sealed.
+func (s Secrets) CountSecretsByKEK(ctx context.Context) (map[string]int64, error) {
+	dests, err := s.Catalog.ListDestinations(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("siem: list destinations: %w", err)
+	}
+	n := map[string]int64{}
+	for _, d := range dests {
+		var st storedSettings
+		if err := json.Unmarshal(d.Config, &st); err != nil {
+			return nil, fmt.Errorf("siem: destination %s: config: %w", d.ID, err)
+		}
+		if len(st.Sealed) > 0 {
+			n[st.KEKID]++
+		}
+	}
+	return n, nil
+}

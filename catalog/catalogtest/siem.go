@@ -122,6 +122,30 @@ func RunSIEM(t *testing.T, open func(t *testing.T) SIEMDB) {
 	if _, err := db.SetDestinationState(ctx, "prj_siem_a", "dst_1", "bogus", later); !errors.Is(err, catalog.ErrInvalid) {
 		t.Fatalf("bogus state: %v, want ErrInvalid", err)
 	}
+	// The config is replaced only from what it still is (the KEK rotation's rewrap);
+	// the cursor, state and lease stay.
+	before, _ := db.Destination(ctx, "prj_siem_a", "dst_1")
+	newConfig := []byte(`{"url":"https://x","sealed":"AAAA","kekId":"kek_b"}`)
+	if ok, err := db.ReplaceDestinationConfig(ctx, "dst_1", []byte(`{"url":"https://y"}`), newConfig); err != nil || ok {
+		t.Fatalf("replace from a stale config: %v, %v, want false", ok, err)
+	}
+	if ok, err := db.ReplaceDestinationConfig(ctx, "dst_missing", d.Config, newConfig); err != nil || ok {
+		t.Fatalf("replace an unknown destination's config: %v, %v, want false", ok, err)
+	}
+	if got, _ = db.Destination(ctx, "prj_siem_a", "dst_1"); string(got.Config) != string(d.Config) {
+		t.Fatalf("config after refused replaces: %s", got.Config)
+	}
+	if ok, err := db.ReplaceDestinationConfig(ctx, "dst_1", d.Config, newConfig); err != nil || !ok {
+		t.Fatalf("replace: %v, %v", ok, err)
+	}
+	got, err = db.Destination(ctx, "prj_siem_a", "dst_1")
+	if err != nil || string(got.Config) != string(newConfig) || got.Cursor != before.Cursor || got.State != before.State ||
+		got.LeaseOwner != before.LeaseOwner || !got.LeaseUntil.Equal(before.LeaseUntil) || !got.UpdatedAt.Equal(before.UpdatedAt) {
+		t.Fatalf("after replace: %+v, %v (before %+v)", got, err, before)
+	}
+	if got, _ = db.Destination(ctx, "prj_siem_b", "dst_2"); string(got.Config) != string(d2.Config) {
+		t.Fatalf("another destination's config changed: %s", got.Config)
+	}
 	if err := db.DeleteDestination(ctx, "prj_siem_b", "dst_1"); !errors.Is(err, catalog.ErrNotFound) {
 		t.Fatalf("delete other project's: %v, want ErrNotFound", err)
 	}

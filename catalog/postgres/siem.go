@@ -141,3 +141,12 @@ func oneRow(tag pgconn.CommandTag, err error, what string, none error) error {
 	}
 	return nil
 }
+
+// ReplaceDestinationConfig sets id's config to config if it is still old.
+func (db *DB) ReplaceDestinationConfig(ctx context.Context, id string, old, config []byte) (bool, error) {
+	tag, err := db.pool.Exec(ctx, `UPDATE siem_destinations SET config = $3 WHERE id = $1 AND config = $2`, id, old, config)
+	if err != nil {
+		return false, fmt.Errorf("postgres: replace destination config %s: %w", id, mapErr(err))
+	}
+	return tag.RowsAffected() == 1, nil
+}

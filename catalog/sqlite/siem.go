@@ -135,3 +135,16 @@ func (db *DB) oneRow(res interface{ RowsAffected() (int64, error) }, err error, 
 	}
 	return nil
 }
+
+// ReplaceDestinationConfig sets id's config to config if it is still old.
+func (db *DB) ReplaceDestinationConfig(ctx context.Context, id string, old, config []byte) (bool, error) {
+	res, err := db.w.ExecContext(ctx, `UPDATE siem_destinations SET config = ? WHERE id = ? AND config = ?`, config, id, old)
+	if err != nil {
+		return false, fmt.Errorf("sqlite: replace destination config %s: %w", id, mapErr(err))
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("sqlite: replace destination config %s: %w", id, err)
+	}
+	return n == 1, nil
+}

@@ -4,12 +4,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 )
 
 // The operator commands of KEK rotation (docs/keyring.md, "KEK rotation"):
 //
-//	kek status    the current and previous KEKs, live data keys per KEK, this replica's run
+//	kek status    the current and previous KEKs, live data keys and sealed SIEM secrets
+//	              per KEK, this replica's run
 //	kek rewrap    start rewrapping every data key under the current KEK (idempotent)
 func init() {
 	noFlags := func(method, path string) func(fs *flag.FlagSet) func() (string, string, any, error) {
@@ -37,14 +39,25 @@ func printKEKStatus(w io.Writer, m map[string]any) {
 		fmt.Fprintf(w, "%-16s rewrapped %v, skipped %v\n", "last run:", orDash(last["rewrapped"]), orDash(last["skipped"]))
 	}
 	keys, _ := m["keys"].(map[string]any)
-	ids := make([]string, 0, len(keys))
-	for id := range keys {
-		ids = append(ids, id)
+	secrets, _ := m["secrets"].(map[string]any)
+	var ids []string
+	for _, byKEK := range []map[string]any{keys, secrets} {
+		for id := range byKEK {
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
 	}
 	sort.Strings(ids)
+	count := func(n any) any {
+		if n == nil {
+			return 0
+		}
+		return n
+	}
 	rows := make([]any, len(ids))
 	for i, id := range ids {
-		rows[i] = map[string]any{"kek": id, "liveDataKeys": keys[id]}
+		rows[i] = map[string]any{"kek": id, "liveDataKeys": count(keys[id]), "sealedSecrets": count(secrets[id])}
 	}
-	table(w, rows, "kek", "liveDataKeys")
+	table(w, rows, "kek", "liveDataKeys", "sealedSecrets")
 }

@@ -158,7 +158,7 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 		return err
 	}
 	defer stopMail()
-	siemAdmin, stopSIEM, err := startSIEM(cfg, cat, seq, ctl, logger, reg, kr.KEKs())
+	siemAdmin, stopSIEM, err := startSIEM(cfg, cat, seq, ctl, logger, reg, kr.KEKs(), rotator)
 	if err != nil {
 		return err
 	}

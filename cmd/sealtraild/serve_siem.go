@@ -17,11 +17,13 @@ import (
 // startSIEM returns the operator side of SIEM streaming and starts this replica's
 // runner (unless disabled); stop ends the runner and waits for it, before the
 // sequencer closes.
-func startSIEM(cfg Config, cat db, src siem.Source, ctl *control.Service, logger *slog.Logger, reg prometheus.Registerer, kek keyring.Wrapper) (*siem.Admin, func(), error) {
+// The KEK rotation (rot) rewraps and counts the destinations' sealed secrets too.
+func startSIEM(cfg Config, cat db, src siem.Source, ctl *control.Service, logger *slog.Logger, reg prometheus.Registerer, kek keyring.Wrapper, rot *keyring.Rotator) (*siem.Admin, func(), error) {
 	sc, ok := cat.(catalog.SIEMCatalog)
 	if !ok {
 		return nil, nil, fmt.Errorf("catalog %T has no SIEM destinations", cat)
 	}
+	rot.AddSecrets(siem.Secrets{Catalog: sc})
 	admin := siem.NewAdmin(sc, ctl, src, kek)
 	if cfg.SIEMDisabled {
 		return admin, func() {}, nil
