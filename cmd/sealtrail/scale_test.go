@@ -2,6 +2,7 @@ package main
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -59,7 +60,17 @@ func benchExportFile(b *testing.B, c *sampleConfig) (string, tlog.Hash) {
 	b.Helper()
 	f := benchFiles[c]
 	f.once.Do(func() {
-		f.path = filepath.Join(tmpRoot, fmt.Sprintf("bench-%d-%d.ndjson", c.Events, c.SignFrom))
+		// SEALTRAIL_BENCH_DIR keeps the exports between runs (A/B runs of two builds
+		// then skip writing 10^6 events each time); the root is kept beside each.
+		dir := os.Getenv("SEALTRAIL_BENCH_DIR")
+		if dir == "" {
+			dir = tmpRoot
+		}
+		f.path = filepath.Join(dir, fmt.Sprintf("bench-%d-%d-%x.ndjson", c.Events, c.SignFrom, sha256.Sum256([]byte(c.Seed))))
+		if root, err := os.ReadFile(f.path + ".root"); err == nil && len(root) == len(f.root) {
+			copy(f.root[:], root)
+			return
+		}
 		out, err := os.Create(f.path)
 		if err != nil {
 			f.err = err
@@ -72,7 +83,9 @@ func benchExportFile(b *testing.B, c *sampleConfig) (string, tlog.Hash) {
 			return
 		}
 		f.root = r.g.roots.Root()
-		f.err = out.Close()
+		if f.err = out.Close(); f.err == nil {
+			f.err = os.WriteFile(f.path+".root", f.root[:], 0o644)
+		}
 	})
 	if f.err != nil {
 		b.Fatal(f.err)
