@@ -116,7 +116,7 @@ func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) {
 		s.metrics.sealLat.Observe(time.Since(start).Seconds())
 		s.metrics.ingested.WithLabelValues(string(log.Stream)).Add(float64(res.Sealed))
 	}
-	writeJSON(w, http.StatusOK, res)
+	writeBatchResult(w, res)
 }
 
 func (it *batchItem) reject(code int, msg string, details []FieldError) {

@@ -133,7 +133,7 @@ func canonObject(canon []byte, extra int) (members, bool) {
 	ms := make(members, 0, 8+extra)
 	for i := 1; ; {
 		kEnd := skipCanonValue(canon, i)
-		key, ok := canonString(canon[i:kEnd])
+		key, ok := canonKey(canon[i:kEnd])
 		if !ok || kEnd >= len(canon) || canon[kEnd] != ':' {
 			return nil, false
 		}
@@ -223,6 +223,26 @@ func stringEnd(canon []byte, open int) int {
 		}
 		i = end + 1
 	}
+}
+
+// knownKeys are the member names of an event, of its entities and of a batch body,
+// each mapped to itself: canonKey returns such a key without allocating it.
+var knownKeys = func() map[string]string {
+	m := map[string]string{"type": "type", "id": "id", "display": "display", "events": "events"}
+	for _, k := range slices.Concat(tlog.PayloadMembers, transport) {
+		m[k] = k
+	}
+	return m
+}()
+
+// canonKey is canonString for a member name.
+func canonKey(v []byte) (string, bool) {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		if k, ok := knownKeys[string(v[1:len(v)-1])]; ok {
+			return k, true
+		}
+	}
+	return canonString(v)
 }
 
 // canonString decodes a canonical JSON string literal.
