@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -46,12 +47,14 @@ func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	body, ok := canonMembers(canon)
+	// In canonical form an object whose only member is "events" is exactly
+	// {"events":value}; canonElements refuses a value with anything after the array.
 	var events [][]byte
-	if ok && len(body) == 1 && body["events"] != nil {
-		events, ok = canonElements(body["events"])
+	ok = false
+	if v, found := bytes.CutPrefix(canon, []byte(`{"events":`)); found && bytes.HasSuffix(v, []byte("}")) {
+		events, ok = canonElements(v[:len(v)-1])
 	}
-	if !ok || len(body) != 1 || events == nil {
+	if !ok || events == nil {
 		s.metrics.errors.WithLabelValues("bad_request").Inc()
 		writeDetails(w, http.StatusBadRequest, "Invalid batch", []FieldError{{Field: "events",
 			Message: "the body must be {\"events\": [event, ...]} and nothing else"}})

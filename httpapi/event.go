@@ -124,13 +124,17 @@ func canonMembers(canon []byte) (map[string]json.RawMessage, bool) {
 // canonObject is canonMembers keeping the members in their order (the canonical one),
 // with room for extra more members.
 func canonObject(canon []byte, extra int) (members, bool) {
+	return appendObject(make(members, 0, 5+extra), canon)
+}
+
+// appendObject is canonObject appending the members to ms (a caller's array, say).
+func appendObject(ms members, canon []byte) (members, bool) {
 	if len(canon) < 2 || canon[0] != '{' {
 		return nil, false
 	}
 	if canon[1] == '}' {
-		return make(members, 0, extra), len(canon) == 2
+		return ms, len(canon) == 2
 	}
-	ms := make(members, 0, 8+extra)
 	for i := 1; ; {
 		kEnd := skipCanonValue(canon, i)
 		key, ok := canonKey(canon[i:kEnd])
@@ -311,20 +315,21 @@ func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 		}
 		return s, true
 	}
-	ent := func(field string, required bool) *entity {
+	// ent validates entity member field; ok is false when it is absent or invalid.
+	ent := func(field string, required bool) (e entity, ok bool) {
 		v, ok := raw.get(field)
 		if !ok {
 			if required {
 				bad(field, "is required")
 			}
-			return nil
+			return e, false
 		}
-		m, ok := canonObject(v, 0)
-		if !ok {
+		var room [4]member // an entity has at most three members
+		m, isObject := appendObject(room[:0], v)
+		if !isObject {
 			bad(field, "must be an object {type, id, display?}")
-			return nil
+			return e, false
 		}
-		var e entity
 		okAll := true
 		for _, kv := range m {
 			k, mv := kv.k, kv.v
@@ -369,10 +374,7 @@ func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 				okAll = false
 			}
 		}
-		if !okAll {
-			return nil
-		}
-		return &e
+		return e, okAll
 	}
 	enum := func(field string, values []string) string {
 		s, ok := str(field, 64, false)
@@ -395,11 +397,13 @@ func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 		return false
 	})
 	in.action, _ = str("action", maxAction, true)
-	if a := ent("actor", true); a != nil {
-		in.actor = *a
+	if a, ok := ent("actor", true); ok {
+		in.actor = a
 	}
 	in.status = enum("status", statuses)
-	in.target = ent("target", false)
+	if t, ok := ent("target", false); ok {
+		in.target = &t
+	}
 	enum("risk", risks)
 	for _, f := range []string{"context", "metadata"} {
 		if v, ok := raw.get(f); ok && v[0] != '{' {
