@@ -76,7 +76,8 @@ func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) {
 		s.internal(w, r, "signing keys", err)
 		return
 	}
-	en := &enrichment{r: r}
+	// The payloads are about the body's size, plus what the enrichment adds to each.
+	en := &enrichment{r: r, block: min(len(canon)+256*len(events), 4<<20)}
 	items := make([]batchItem, len(events))
 	var entries []sequencer.Entry
 	var at []int // index of each entry's event

@@ -176,7 +176,7 @@ func (s *Server) prepareWith(en *enrichment, keys []catalog.SigningKey, in *even
 		if _, ok := in.members.get("userAgent"); !ok && ua != nil {
 			in.members.set("userAgent", ua)
 		}
-		e.Payload = in.payload()
+		e.Payload = en.payload(in)
 		return e, 0, ""
 	}
 	if in.id == "" || in.nonce == "" {
