@@ -106,23 +106,10 @@ func (ms members) without(drop func(member) bool) members {
 	return slices.DeleteFunc(ms, drop)
 }
 
-// canonMembers splits a JSON object in RFC 8785 form (as tlog.CanonicalizeLimited
+// canonObject splits a JSON object in RFC 8785 form (as tlog.CanonicalizeLimited
 // returns it: no whitespace, valid) into its members, keys decoded and values as their
-// canonical text. It returns false when canon is not an object.
-func canonMembers(canon []byte) (map[string]json.RawMessage, bool) {
-	ms, ok := canonObject(canon, 0)
-	if !ok {
-		return nil, false
-	}
-	m := make(map[string]json.RawMessage, len(ms))
-	for _, e := range ms {
-		m[e.k] = e.v
-	}
-	return m, true
-}
-
-// canonObject is canonMembers keeping the members in their order (the canonical one),
-// with room for extra more members.
+// canonical text, in their order (the canonical one), with room for extra more
+// members. It returns false when canon is not an object.
 func canonObject(canon []byte, extra int) (members, bool) {
 	return appendObject(make(members, 0, 5+extra), canon)
 }
