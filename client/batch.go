@@ -101,16 +101,22 @@ func (c *Client) LogBatch(ctx context.Context, events []EventInput) (*LogBatchRe
 // sendBatch sends the events at indexes idx and checks that the answer holds one
 // result per event, in order.
 func (c *Client) sendBatch(ctx context.Context, bodies []json.RawMessage, idx []int) (*LogBatchResult, error) {
-	send := struct {
-		Events []json.RawMessage `json:"events"`
-	}{make([]json.RawMessage, len(idx))}
+	// The bodies are JSON texts already (eventBody), in RFC 8785 form: joined as they
+	// are, the batch is canonical too (json.Marshal would re-scan each and escape <, >
+	// and & in its strings, which the canonical form does not).
+	size := len(`{"events":[]}`) + len(idx)
+	for _, i := range idx {
+		size += len(bodies[i])
+	}
+	body := make([]byte, 0, size)
+	body = append(body, `{"events":[`...)
 	for j, i := range idx {
-		send.Events[j] = bodies[i]
+		if j > 0 {
+			body = append(body, ',')
+		}
+		body = append(body, bodies[i]...)
 	}
-	body, err := json.Marshal(send)
-	if err != nil {
-		return nil, fmt.Errorf("sealtrail client: encode batch: %w", err)
-	}
+	body = append(body, `]}`...)
 	var res LogBatchResult
 	if err := c.doJSON(ctx, http.MethodPost, "/log/batch", nil, body, &res); err != nil {
 		return nil, err

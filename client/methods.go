@@ -9,6 +9,8 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/sealtrail/sealtrail/tlog"
 )
 
 // Log records one event (POST /log). With signing configured it mints the id and
@@ -73,20 +75,31 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// eventBody renders the ingest body of in, signed when a signing key is configured.
+// eventBody renders the ingest body of in, signed when a signing key is configured,
+// in its RFC 8785 form: the service keeps that form of every body, and takes a body
+// that already is canonical as it is instead of canonicalizing it again.
 func (c *Client) eventBody(in EventInput) ([]byte, error) {
 	if c.signKey == nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return nil, fmt.Errorf("sealtrail client: encode event: %w", err)
 		}
-		return b, nil
+		return canonicalBody(b), nil
 	}
 	signed, err := signEvent(c.signKey, c.signKeyID, in, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	return signed.Body, nil
+	return canonicalBody(signed.Body), nil
+}
+
+// canonicalBody returns the RFC 8785 form of the JSON text b, or b itself when it has
+// none (a number beyond 2^53, say): the service then answers with the 400 it explains.
+func canonicalBody(b []byte) []byte {
+	if canon, err := tlog.Canonicalize(b); err == nil {
+		return canon
+	}
+	return b
 }
 
 // Query reads a page of events (GET /events). Afterwards an opportunistic consistency

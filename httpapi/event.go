@@ -40,7 +40,7 @@ var (
 
 // eventInput is a validated ingest body.
 type eventInput struct {
-	members map[string]json.RawMessage // payload members, canonical values
+	members members // payload members, canonical values, in canonical order
 	action  string
 	status  string // "" when absent
 	actor   entity
@@ -69,30 +69,62 @@ func utf16Len(s string) int {
 	return n
 }
 
-// canonMembers splits a JSON object in RFC 8785 form (as tlog.CanonicalizeLimited
-// returns it: no whitespace, valid) into its members, keys decoded and values as their
-// canonical text. It returns false when canon is not an object.
-func canonMembers(canon []byte) (map[string]json.RawMessage, bool) {
-	return canonMembersRoom(canon, 0)
+// member is one member of a JSON object in RFC 8785 form: its key decoded, its value
+// as its canonical text.
+type member struct {
+	k string
+	v json.RawMessage
 }
 
-// canonMembersRoom is canonMembers with room in the map for extra more members.
-func canonMembersRoom(canon []byte, extra int) (map[string]json.RawMessage, bool) {
+// members are the members of a JSON object, in canonical (key) order. An event has a
+// handful: a scan is cheaper than building and hashing into a map.
+type members []member
+
+// get returns the value of member k.
+func (ms members) get(k string) (json.RawMessage, bool) {
+	for _, m := range ms {
+		if m.k == k {
+			return m.v, true
+		}
+	}
+	return nil, false
+}
+
+// set sets member k to v, in its place in key order (payload member names are ASCII,
+// where UTF-16 order is byte order).
+func (ms *members) set(k string, v json.RawMessage) {
+	i, found := slices.BinarySearchFunc(*ms, k, func(m member, k string) int { return strings.Compare(m.k, k) })
+	if found {
+		(*ms)[i].v = v
+		return
+	}
+	*ms = slices.Insert(*ms, i, member{k, v})
+}
+
+// without removes, in place, the members for which drop is true.
+func (ms members) without(drop func(member) bool) members {
+	return slices.DeleteFunc(ms, drop)
+}
+
+// canonObject splits a JSON object in RFC 8785 form (as tlog.CanonicalizeLimited
+// returns it: no whitespace, valid) into its members, keys decoded and values as their
+// canonical text, in their order (the canonical one), with room for extra more
+// members. It returns false when canon is not an object.
+func canonObject(canon []byte, extra int) (members, bool) {
+	return appendObject(make(members, 0, 5+extra), canon)
+}
+
+// appendObject is canonObject appending the members to ms (a caller's array, say).
+func appendObject(ms members, canon []byte) (members, bool) {
 	if len(canon) < 2 || canon[0] != '{' {
 		return nil, false
 	}
-	type kv struct {
-		k string
-		v []byte
-	}
-	var small [24]kv
-	members := small[:0]
 	if canon[1] == '}' {
-		return map[string]json.RawMessage{}, len(canon) == 2
+		return ms, len(canon) == 2
 	}
 	for i := 1; ; {
 		kEnd := skipCanonValue(canon, i)
-		key, ok := canonString(canon[i:kEnd])
+		key, ok := canonKey(canon[i:kEnd])
 		if !ok || kEnd >= len(canon) || canon[kEnd] != ':' {
 			return nil, false
 		}
@@ -100,23 +132,18 @@ func canonMembersRoom(canon []byte, extra int) (map[string]json.RawMessage, bool
 		if vEnd >= len(canon) {
 			return nil, false
 		}
-		members = append(members, kv{key, canon[kEnd+1 : vEnd]})
+		ms = append(ms, member{key, canon[kEnd+1 : vEnd]})
 		if canon[vEnd] == '}' {
 			if vEnd != len(canon)-1 {
 				return nil, false
 			}
-			break
+			return ms, true
 		}
 		if canon[vEnd] != ',' {
 			return nil, false
 		}
 		i = vEnd + 1
 	}
-	m := make(map[string]json.RawMessage, len(members)+extra)
-	for _, e := range members {
-		m[e.k] = e.v
-	}
-	return m, true
 }
 
 // canonElements splits a JSON array in RFC 8785 form into its elements' canonical
@@ -189,6 +216,26 @@ func stringEnd(canon []byte, open int) int {
 	}
 }
 
+// knownKeys are the member names of an event, of its entities and of a batch body,
+// each mapped to itself: canonKey returns such a key without allocating it.
+var knownKeys = func() map[string]string {
+	m := map[string]string{"type": "type", "id": "id", "display": "display", "events": "events"}
+	for _, k := range slices.Concat(tlog.PayloadMembers, transport) {
+		m[k] = k
+	}
+	return m
+}()
+
+// canonKey is canonString for a member name.
+func canonKey(v []byte) (string, bool) {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		if k, ok := knownKeys[string(v[1:len(v)-1])]; ok {
+			return k, true
+		}
+	}
+	return canonString(v)
+}
+
 // canonString decodes a canonical JSON string literal.
 func canonString(v []byte) (string, bool) {
 	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
@@ -210,9 +257,13 @@ func canonString(v []byte) (string, bool) {
 func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 	// raw becomes the payload members once the others are out: room for the
 	// server's enrichment (prepareWith).
-	raw, ok := canonMembersRoom(canonical, 3)
+	raw, ok := canonObject(canonical, 3)
 	if !ok {
 		return nil, []FieldError{{Field: "", Message: "body must be a JSON object"}}
+	}
+	// payload keeps the members' order: the canonical one, which the body has.
+	if byKey := func(a, b member) int { return strings.Compare(a.k, b.k) }; !slices.IsSortedFunc(raw, byKey) {
+		slices.SortFunc(raw, byKey)
 	}
 	in := &eventInput{}
 	var errs []FieldError
@@ -225,7 +276,7 @@ func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 	}
 	str := func(field string, maxLen int, required bool) (string, bool) {
-		v, ok := raw[field]
+		v, ok := raw.get(field)
 		if !ok {
 			if required {
 				bad(field, "is required")
@@ -251,22 +302,24 @@ func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 		}
 		return s, true
 	}
-	ent := func(field string, required bool) *entity {
-		v, ok := raw[field]
+	// ent validates entity member field; ok is false when it is absent or invalid.
+	ent := func(field string, required bool) (e entity, ok bool) {
+		v, ok := raw.get(field)
 		if !ok {
 			if required {
 				bad(field, "is required")
 			}
-			return nil
+			return e, false
 		}
-		m, ok := canonMembers(v)
-		if !ok {
+		var room [4]member // an entity has at most three members
+		m, isObject := appendObject(room[:0], v)
+		if !isObject {
 			bad(field, "must be an object {type, id, display?}")
-			return nil
+			return e, false
 		}
-		var e entity
 		okAll := true
-		for k, mv := range m {
+		for _, kv := range m {
+			k, mv := kv.k, kv.v
 			s, ok := canonString(mv)
 			if !ok {
 				bad(field+"."+k, "must be a string")
@@ -303,15 +356,12 @@ func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 			}
 		}
 		for _, k := range []string{"type", "id"} {
-			if _, ok := m[k]; !ok {
+			if _, ok := m.get(k); !ok {
 				bad(field+"."+k, "is required")
 				okAll = false
 			}
 		}
-		if !okAll {
-			return nil
-		}
-		return &e
+		return e, okAll
 	}
 	enum := func(field string, values []string) string {
 		s, ok := str(field, 64, false)
@@ -322,25 +372,28 @@ func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 		return s
 	}
 
-	for k, v := range raw {
+	raw = raw.without(func(m member) bool {
 		switch {
-		case string(v) == "null":
-			bad(k, "must not be null; omit it instead")
-			delete(raw, k)
-		case !tlog.IsPayloadMember(k) && !slices.Contains(transport, k):
-			bad(k, "is not an event member")
-			delete(raw, k)
+		case string(m.v) == "null":
+			bad(m.k, "must not be null; omit it instead")
+			return true
+		case !tlog.IsPayloadMember(m.k) && !slices.Contains(transport, m.k):
+			bad(m.k, "is not an event member")
+			return true
 		}
-	}
+		return false
+	})
 	in.action, _ = str("action", maxAction, true)
-	if a := ent("actor", true); a != nil {
-		in.actor = *a
+	if a, ok := ent("actor", true); ok {
+		in.actor = a
 	}
 	in.status = enum("status", statuses)
-	in.target = ent("target", false)
+	if t, ok := ent("target", false); ok {
+		in.target = &t
+	}
 	enum("risk", risks)
 	for _, f := range []string{"context", "metadata"} {
-		if v, ok := raw[f]; ok && v[0] != '{' {
+		if v, ok := raw.get(f); ok && v[0] != '{' {
 			bad(f, "must be an object")
 		}
 	}
@@ -368,10 +421,7 @@ func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 	}
 	// Every member left in raw is a payload or a transport member (the loop above
 	// removed the others).
-	for _, k := range transport {
-		delete(raw, k)
-	}
-	in.members = raw
+	in.members = raw.without(func(m member) bool { return slices.Contains(transport, m.k) })
 	if len(errs) > 0 {
 		slices.SortFunc(errs, func(a, b FieldError) int {
 			if a.Field < b.Field {
@@ -387,34 +437,40 @@ func parseEvent(canonical []byte) (*eventInput, []FieldError) {
 	return in, nil
 }
 
-// payload returns the canonical payload: the payload members, in JCS order.
+// payload returns the canonical payload: the payload members, in JCS order (the
+// order they are kept in).
 func (in *eventInput) payload() []byte {
-	keys := make([]string, 0, len(in.members))
+	return in.appendPayload(make([]byte, 0, in.payloadLen()))
+}
+
+// payloadLen is the length of in's payload.
+func (in *eventInput) payloadLen() int {
 	size := 2
-	for k, v := range in.members {
-		keys = append(keys, k)
-		size += len(k) + 4 + len(v)
+	for _, m := range in.members {
+		size += len(m.k) + 4 + len(m.v)
 	}
-	// Payload member names are ASCII, where UTF-16 order is byte order.
-	slices.Sort(keys)
-	out := make([]byte, 1, size)
-	out[0] = '{'
-	for i, k := range keys {
+	return size
+}
+
+// appendPayload appends in's payload to out.
+func (in *eventInput) appendPayload(out []byte) []byte {
+	out = append(out, '{')
+	for i, m := range in.members {
 		if i > 0 {
 			out = append(out, ',')
 		}
 		// Payload member names are ASCII letters: their JCS form is the name quoted.
 		out = append(out, '"')
-		out = append(out, k...)
+		out = append(out, m.k...)
 		out = append(out, '"', ':')
-		out = append(out, in.members[k]...)
+		out = append(out, m.v...)
 	}
 	return append(out, '}')
 }
 
 // setString sets a payload string member (server enrichment of unsigned events).
 func (in *eventInput) setString(member, value string) {
-	in.members[member] = enrichValue(value)
+	in.members.set(member, enrichValue(value))
 }
 
 // enrichValue is the JCS form of a server-added payload string: invalid UTF-8
@@ -443,6 +499,27 @@ type enrichment struct {
 	r       *http.Request
 	ip, ua  json.RawMessage // nil: none
 	fetched bool
+
+	// block is the size of the blocks payload carves the request's payloads from (0:
+	// one allocation per payload); slab is the current one.
+	block int
+	slab  []byte
+}
+
+// payload returns in.payload(), carved from the request's current block when it
+// has one: a batch's thousand payloads take a few allocations, not one each (the
+// payloads all live until the batch is sealed).
+func (en *enrichment) payload(in *eventInput) []byte {
+	n := in.payloadLen()
+	if cap(en.slab)-len(en.slab) < n {
+		if n >= en.block {
+			return in.appendPayload(make([]byte, 0, n))
+		}
+		en.slab = make([]byte, 0, en.block)
+	}
+	start := len(en.slab)
+	en.slab = in.appendPayload(en.slab)
+	return en.slab[start:len(en.slab):len(en.slab)]
 }
 
 func (en *enrichment) values(s *Server) (ip, ua json.RawMessage) {

@@ -3,8 +3,10 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/sealtrail/sealtrail/tlog"
 )
@@ -41,16 +43,19 @@ func FuzzIngestDecoder(f *testing.F) {
 			}
 			return
 		}
-		// canonMembers splits exactly as encoding/json decodes.
+		// canonObject splits exactly as encoding/json decodes, in key order.
 		var want map[string]json.RawMessage
 		isObject := json.Unmarshal(canon, &want) == nil && want != nil
-		split, ok := canonMembers(canon)
+		split, ok := canonObject(canon, 0)
 		if ok != isObject || len(split) != len(want) {
-			t.Fatalf("canonMembers(%q) = %d members, %v; encoding/json: %d, %v", canon, len(split), ok, len(want), isObject)
+			t.Fatalf("canonObject(%q) = %d members, %v; encoding/json: %d, %v", canon, len(split), ok, len(want), isObject)
 		}
-		for k, v := range want {
-			if string(split[k]) != string(v) {
-				t.Fatalf("canonMembers(%q)[%q] = %q, encoding/json: %q", canon, k, split[k], v)
+		for i, m := range split {
+			if v, found := want[m.k]; !found || string(m.v) != string(v) {
+				t.Fatalf("canonObject(%q)[%q] = %q, encoding/json: %q", canon, m.k, m.v, v)
+			}
+			if i > 0 && slices.Compare(utf16.Encode([]rune(split[i-1].k)), utf16.Encode([]rune(m.k))) >= 0 {
+				t.Fatalf("canonObject(%q): %q after %q", canon, m.k, split[i-1].k)
 			}
 		}
 		var wantElems []json.RawMessage

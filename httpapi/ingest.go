@@ -166,17 +166,17 @@ func (s *Server) prepareWith(en *enrichment, keys []catalog.SigningKey, in *even
 		// Server enrichment, for unsigned events only: the default status and the
 		// request's attribution, where the client did not give its own.
 		if in.status == "" {
-			in.members["status"] = successJSON
+			in.members.set("status", successJSON)
 			e.Index.Status = "success"
 		}
 		ip, ua := en.values(s)
-		if _, ok := in.members["ipAddress"]; !ok && ip != nil {
-			in.members["ipAddress"] = ip
+		if _, ok := in.members.get("ipAddress"); !ok && ip != nil {
+			in.members.set("ipAddress", ip)
 		}
-		if _, ok := in.members["userAgent"]; !ok && ua != nil {
-			in.members["userAgent"] = ua
+		if _, ok := in.members.get("userAgent"); !ok && ua != nil {
+			in.members.set("userAgent", ua)
 		}
-		e.Payload = in.payload()
+		e.Payload = en.payload(in)
 		return e, 0, ""
 	}
 	if in.id == "" || in.nonce == "" {

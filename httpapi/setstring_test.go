@@ -21,11 +21,12 @@ func TestSetStringTruncates(t *testing.T) {
 		{"invalid utf-8", "a\xffb", "a\uFFFDb"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in := &eventInput{members: map[string]json.RawMessage{}}
+			in := &eventInput{}
 			in.setString("userAgent", tc.in)
 			var got string
-			if err := json.Unmarshal(in.members["userAgent"], &got); err != nil {
-				t.Fatalf("stored %q: %v", in.members["userAgent"], err)
+			stored, _ := in.members.get("userAgent")
+			if err := json.Unmarshal(stored, &got); err != nil {
+				t.Fatalf("stored %q: %v", stored, err)
 			}
 			if got != tc.want {
 				t.Fatalf("stored %d bytes %.40q..., want %d bytes %.40q...", len(got), got, len(tc.want), tc.want)
@@ -45,7 +46,7 @@ func TestSetStringLinear(t *testing.T) {
 	allocs := func(n int) float64 {
 		value := strings.Repeat("u", n)
 		return testing.AllocsPerRun(3, func() {
-			in := &eventInput{members: map[string]json.RawMessage{}}
+			in := &eventInput{}
 			in.setString("userAgent", value)
 		})
 	}

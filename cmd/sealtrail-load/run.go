@@ -101,9 +101,7 @@ func runAll(args []string) error {
 	t := &table{}
 	t.header(o)
 	ctx := context.Background()
-	single := func(size int) func(int) ([]byte, int) {
-		return func(i int) ([]byte, int) { return loadtest.Event(i, size), 1 }
-	}
+	single := loadtest.Events(o.size) // built once, shared by every case
 	// The ceiling and Tessera, on the same 1 KB bodies.
 	for _, peer := range []struct {
 		name string
@@ -115,7 +113,7 @@ func runAll(args []string) error {
 		}
 		for _, c := range o.conc {
 			t.run(ctx, o, peer.name, fmt.Sprintf("single, 1 stream, c=%d", c), p, "",
-				loadtest.Load{URL: "http://" + p.addr + "/add", Body: single(o.size), C: c, Count: 1 << 30})
+				loadtest.Load{URL: "http://" + p.addr + "/add", Body: single, C: c, Count: 1 << 30})
 		}
 		p.stop()
 	}
@@ -125,7 +123,7 @@ func runAll(args []string) error {
 		backends = append(backends, struct{ name, dsn string }{"Sealtrail PostgreSQL", o.pg})
 	}
 	for _, b := range backends {
-		if err := sealtrailCases(ctx, o, t, work, b.name, b.dsn, single(o.size)); err != nil {
+		if err := sealtrailCases(ctx, o, t, work, b.name, b.dsn, single); err != nil {
 			return fmt.Errorf("%s: %w", b.name, err)
 		}
 	}
@@ -169,7 +167,7 @@ func sealtrailCases(ctx context.Context, o options, t *table, work, name, adminD
 	if err != nil {
 		return err
 	}
-	batch := func(i int) ([]byte, int) { return loadtest.Batch(i, o.batch, o.size), o.batch }
+	batch := loadtest.Batches(o.batch, o.size)
 	for _, c := range o.conc {
 		t.run(ctx, o, name, fmt.Sprintf("single, 1 project, c=%d", c), p, dsn,
 			loadtest.Load{URL: base + "/api/v1/log", Tokens: one, Body: single, C: c, Count: 1 << 30})

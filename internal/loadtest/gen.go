@@ -173,17 +173,24 @@ func (l Load) send(ctx context.Context, c *http.Client, i int, body []byte) (int
 	return resp.StatusCode, nil
 }
 
-// Event returns a valid ingest body of about size bytes (a metadata pad fills it).
+// Event returns a valid ingest body of about size bytes (a metadata pad fills it), in
+// the RFC 8785 form the Go client sends (client.Client.Log): members sorted, no
+// whitespace.
 func Event(i, size int) []byte {
-	head := fmt.Sprintf(`{"action":"load.event","actor":{"type":"user","id":"u%d"},"metadata":{"pad":"`, i%1000)
+	head := fmt.Sprintf(`{"action":"load.event","actor":{"id":"u%d","type":"user"},"metadata":{"pad":"`, i%actors)
 	tail := `"}}`
 	pad := max(0, size-len(head)-len(tail))
 	return []byte(head + strings.Repeat("x", pad) + tail)
 }
 
-// Batch returns a /log/batch body of n events of about size bytes each.
+// actors is how many distinct actors the events name, in turn.
+const actors = 1000
+
+// Batch returns a /log/batch body of n events of about size bytes each, as the Go
+// client's LogBatch sends it.
 func Batch(i, n, size int) []byte {
 	var b bytes.Buffer
+	b.Grow(len(`{"events":[]}`) + n*(size+1))
 	b.WriteString(`{"events":[`)
 	for j := range n {
 		if j > 0 {
@@ -193,4 +200,40 @@ func Batch(i, n, size int) []byte {
 	}
 	b.WriteString(`]}`)
 	return b.Bytes()
+}
+
+// maxBodies bounds the memory the pre-built bodies of Events and Batches hold.
+const maxBodies = 64 << 20
+
+// Events returns a Load.Body of single events of about size bytes: request i sends
+// Event(i, size), built once before the run, so the generator's CPU goes to sending
+// (the service does not deduplicate unsigned events, and Event repeats every
+// thousand requests anyway).
+func Events(size int) func(int) ([]byte, int) {
+	return cycle(actors, size, func(i int) []byte { return Event(i, size) }, 1)
+}
+
+// Batches returns a Load.Body of batches of n events of about size bytes: request i
+// sends Batch(i, n, size), built once before the run (at most 64 MB of them; beyond
+// that the bodies repeat sooner than Batch's would).
+func Batches(n, size int) func(int) ([]byte, int) {
+	return cycle(actors/gcd(n, actors), n*size, func(i int) []byte { return Batch(i, n, size) }, n)
+}
+
+// cycle pre-builds the k distinct bodies (of about size bytes each) of a Body that
+// repeats every k requests, or as many as fit in maxBodies.
+func cycle(k, size int, body func(int) []byte, events int) func(int) ([]byte, int) {
+	k = max(1, min(k, maxBodies/max(1, size)))
+	bodies := make([][]byte, k)
+	for i := range bodies {
+		bodies[i] = body(i)
+	}
+	return func(i int) ([]byte, int) { return bodies[i%k], events }
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }

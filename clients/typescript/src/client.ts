@@ -12,6 +12,7 @@ import { APIError, ProjectMismatchError, TamperError, UnexpectedResponseError, V
 import type { FieldError, Stream, TamperReason } from "./errors.js";
 import { SIGNED_STREAM_EVENTS, SIGNED_STREAM_PROJECT_AUDIT, commitment, hashLeaf, parsePrivateKey, parsePublicKey } from "./event.js";
 import { decodeExportLine } from "./export.js";
+import { canonicalize, canonicalizeJSON } from "./jcs.js";
 import { parseHash, verifyConsistency, verifyInclusion } from "./merkle.js";
 import { signedEventBody } from "./sign.js";
 import { MemorySTHStore, pinKey } from "./store.js";
@@ -262,9 +263,9 @@ export class SealtrailClient {
       const key = await this.#signKey.catch((e: Error) => {
         throw new TypeError(`sealtrail client: signingPrivateKey: ${e.message}`);
       });
-      body = (await signedEventBody(key, this.#signKeyId!, input)).body;
+      body = canonicalizeJSON((await signedEventBody(key, this.#signKeyId!, input)).body);
     } else {
-      body = JSON.stringify(input);
+      body = canonicalBody(input);
     }
     let res: LogResult | undefined;
     let err: unknown;
@@ -711,4 +712,17 @@ async function apiError(method: string, path: string, resp: Response): Promise<A
   const ra = resp.headers.get("Retry-After");
   if (ra && /^[0-9]+$/.test(ra.trim())) retryAfterMs = Number(ra.trim()) * 1000;
   return new APIError({ status: resp.status, message, details, fieldErrors, retryAfterMs, method, path });
+}
+
+/**
+ * The RFC 8785 form of an unsigned event, which the service takes as it is instead of
+ * canonicalizing it again (as the Go client sends it); JSON.stringify's text when it has
+ * none (an integer beyond 2^53, say), so that the service's 400 says why.
+ */
+function canonicalBody(input: EventInput): string {
+  try {
+    return canonicalize(input);
+  } catch {
+    return JSON.stringify(input);
+  }
 }

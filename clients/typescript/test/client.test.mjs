@@ -47,3 +47,21 @@ test("signed body: canonical payload plus transport members, status set, unknown
   assert.ok(await st.verifyEventSignature(st.toHex(kp.publicKey), s.id, s.payloadHash, body.signature));
   await assert.rejects(st.signedEventBody(key, "sk_1", { action: "a", actor: { type: "u", id: "1" }, extra: 1 }), /not an event member/);
 });
+
+test("log sends its body in RFC 8785 form, signed or not", async () => {
+  const kp = await st.generateKeyPair();
+  const sent = [];
+  const fetch = async (_url, init) => {
+    sent.push(init.body);
+    return new Response('{"id":"evt_a","status":"sealed"}', { status: 202, headers: { "content-type": "application/json" } });
+  };
+  const input = { status: "success", actor: { type: "user", id: "u<1>", display: "A & B" }, action: "doc.share", metadata: { z: 1.5, a: ["x", 2] } };
+  for (const opts of [{}, { signingKeyId: "sk_1", signingPrivateKey: st.toHex(kp.seed) }]) {
+    const c = new st.SealtrailClient({ apiKey: "k", baseUrl: "http://127.0.0.1:1", autoVerify: false, fetch, ...opts });
+    await c.log(input);
+    await c.close();
+  }
+  assert.equal(sent.length, 2);
+  for (const body of sent) assert.equal(body, st.canonicalizeJSON(body));
+  assert.equal(sent[0], '{"action":"doc.share","actor":{"display":"A & B","id":"u<1>","type":"user"},"metadata":{"a":["x",2],"z":1.5},"status":"success"}');
+});
