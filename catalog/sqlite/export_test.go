@@ -8,9 +8,8 @@ func OpenMerging(ctx context.Context, path string, rows int) (*DB, error) {
 	return Open(ctx, path, Options{directRows: 1 << 30, directStreams: -1, mergeRows: rows})
 }
 
-// RecentRows returns the rows of events_recent, batches_recent and checkpoints_recent.
-func RecentRows(ctx context.Context, db *DB) (events, batches, checkpoints int, err error) {
-	err = db.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM events_recent), (SELECT count(*) FROM batches_recent),
-		(SELECT count(*) FROM checkpoints_recent)`).Scan(&events, &batches, &checkpoints)
-	return events, batches, checkpoints, err
+// RecentRows returns the rows of events_recent and batches_recent.
+func RecentRows(ctx context.Context, db *DB) (events, batches int, err error) {
+	err = db.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM events_recent), (SELECT count(*) FROM batches_recent)`).Scan(&events, &batches)
+	return events, batches, err
 }

@@ -124,9 +124,8 @@ func (p *published) flush(db *DB) {
 	err := db.execUnsynced(ctx, func(tx *sql.Tx) error {
 		for log, size := range dirty {
 			if _, err := tx.ExecContext(ctx, `UPDATE checkpoints SET published_size = ?
-				WHERE project_id = ?2 AND stream = ?3 AND published_size < ?1
-				AND ?1 <= (SELECT n.size FROM checkpoints_now n WHERE n.project_id = ?2 AND n.stream = ?3)`,
-				int64(size), log.ProjectID, string(log.Stream)); err != nil {
+				WHERE project_id = ? AND stream = ? AND published_size < ? AND size >= ?`,
+				int64(size), log.ProjectID, string(log.Stream), int64(size), int64(size)); err != nil {
 				return fmt.Errorf("%s: %w", log, err)
 			}
 		}

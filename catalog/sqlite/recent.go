@@ -3,8 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -170,9 +168,8 @@ func (db *DB) reloadRecent(ctx context.Context) error {
 }
 
 // mergeRecent moves every row of events_recent and batches_recent into events and
-// batches and folds checkpoints_recent into checkpoints (checkpoints.go), in one
-// transaction: a crash leaves them all in one table or all in the other, and merging
-// again after it is the same merge.
+// batches, in one transaction: a crash leaves them all in one table or all in the
+// other, and merging again after it is the same merge.
 func (db *DB) mergeRecent(ctx context.Context) error {
 	rr := &db.recent
 	rr.write.Lock()
@@ -191,29 +188,10 @@ func (db *DB) mergeRecent(ctx context.Context) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("sqlite: merge recent rows: %w", db.restoreSecureDelete(err))
+		return fmt.Errorf("sqlite: merge recent rows: %w", err)
 	}
 	rr.reset()
 	return nil
-}
-
-// restoreSecureDelete turns secure_delete back on after a merge that failed between
-// turning it off and on (mergeStatements), or discards the writer connection (a new
-// one gets it from the DSN), and returns err.
-func (db *DB) restoreSecureDelete(err error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	conn, cerr := db.w.Conn(ctx)
-	if cerr != nil {
-		return errors.Join(err, cerr)
-	}
-	defer conn.Close()
-	if _, rerr := conn.ExecContext(ctx, secureDeleteOn); rerr != nil {
-		db.log.Error("sqlite: restoring secure_delete; discarding the writer connection", slog.Any("err", rerr))
-		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
-		return errors.Join(err, rerr)
-	}
-	return err
 }
 
 // mergeStatements move the recent rows, in the order of each target's key.
@@ -224,16 +202,9 @@ var mergeStatements = []string{
 	`INSERT INTO batches(project_id, stream, first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length)
 		SELECT l.project_id, l.stream, b.first_seq, b.count, b.batch_id, b.created_ms, b.payload_object, b.payload_offset, b.payload_length
 		FROM batches_recent b JOIN logs l ON l.id = b.log ORDER BY l.project_id, l.stream, b.first_seq`,
-	foldCheckpoints,
-	`PRAGMA secure_delete = 0`,
-	clearCheckpoints,
-	secureDeleteOn,
 	`DELETE FROM events_recent`,
 	`DELETE FROM batches_recent`,
 }
-
-// secureDeleteOn is the writer's setting (Open), restored after clearCheckpoints.
-const secureDeleteOn = `PRAGMA secure_delete = 1`
 
 // startMerger starts the goroutine that merges the recent rows when due.
 func (db *DB) startMerger() {

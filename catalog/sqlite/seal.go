@@ -356,7 +356,7 @@ func scanCheckpoint(row interface{ Scan(...any) error }) (catalog.Checkpoint, er
 // Checkpoint returns the committed checkpoint of log, or catalog.ErrNotFound if the
 // project-stream has never been sealed.
 func (db *DB) Checkpoint(ctx context.Context, log catalog.LogID) (catalog.Checkpoint, error) {
-	cp, err := scanCheckpoint(db.queryRow(ctx, `SELECT `+checkpointCols+` FROM checkpoints_now
+	cp, err := scanCheckpoint(db.queryRow(ctx, `SELECT `+checkpointCols+` FROM checkpoints
 		WHERE project_id = ? AND stream = ?`, log.ProjectID, string(log.Stream)))
 	if err != nil {
 		return cp, fmt.Errorf("sqlite: checkpoint %s: %w", log, mapErr(err))
@@ -415,7 +415,7 @@ func (db *DB) Publish(ctx context.Context, log catalog.LogID, fn func(ctx contex
 // ListUnpublished returns every checkpoint whose published size is behind its size, for
 // recovery at start-up.
 func (db *DB) ListUnpublished(ctx context.Context) ([]catalog.Checkpoint, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints_now
+	rows, err := db.r.QueryContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints
 		WHERE published_size < size ORDER BY project_id, stream`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list unpublished: %w", err)

@@ -92,11 +92,6 @@ func TestUpdatePlan(t *testing.T) {
 		never string
 	}{
 		{updateStatement(4), db.w, make([]any, 4*updateCols), "SEARCH checkpoints USING PRIMARY KEY", "SCAN checkpoints"},
-		{updateStatement(4), db.w, make([]any, 4*updateCols), "SEARCH x USING COVERING INDEX checkpoints_recent_log (log=?)", "SCAN x"},
-		// The appended checkpoints' size check, and the merge's fold (checkpoints.go).
-		{recentCheckpointStatement(4), db.w, make([]any, 4*recentCPCols), "SEARCH c USING PRIMARY KEY", "SCAN c"},
-		{recentCheckpointStatement(4), db.w, make([]any, 4*recentCPCols), "SEARCH x USING COVERING INDEX checkpoints_recent_log (log=?)", "SCAN x"},
-		{foldCheckpoints, db.w, nil, "SEARCH checkpoints USING PRIMARY KEY", "SCAN checkpoints"},
 		{`SELECT log, indexed_seq FROM term_state WHERE log IN (SELECT value FROM json_each(?))`, db.terms.w, []any{"[1,2]"},
 			"SEARCH term_state USING INTEGER PRIMARY KEY", "SCAN term_state"},
 		{seenQuery, db.terms.w, []any{"[1,2]"}, "SEARCH cat.events USING INTEGER PRIMARY KEY", "SCAN cat.events"},

@@ -12,10 +12,8 @@ import (
 // profile's sqlite3RunParser, yy_reduce), and so was running one statement per stream
 // (tickrows.go).
 type tickStmts struct {
-	// update advances checkpoints if they are still at the sizes the seal read;
-	// recentCheckpoint appends to checkpoints_recent under the same condition
-	// (checkpoints.go).
-	update, recentCheckpoint *rowStmts
+	// update advances checkpoints if they are still at the sizes the seal read.
+	update *rowStmts
 	// batch inserts batch rows, batchRecent into batches_recent (recent.go).
 	batch, batchRecent *rowStmts
 	// ids finds which (log, event_id) pairs events holds (recent.go).
@@ -28,8 +26,7 @@ type tickStmts struct {
 
 // updateCols and batchCols are the parameters per row of tickStmts.update and batch.
 const (
-	updateCols      = 9
-	recentCPCols    = 9
+	updateCols      = 8
 	batchCols       = 9
 	batchRecentCols = 8
 	idCols          = 2
@@ -37,18 +34,16 @@ const (
 
 // updateStatement advances the checkpoints of rows project-streams, each row of
 // VALUES being (project_id, stream, old size, new size, root, compact range, ms,
-// published size, log number). A row whose checkpoint is no longer at the old size,
-// or whose stream has a newer checkpoint in checkpoints_recent (checkpoints.go),
-// matches nothing, so the rows affected say whether every checkpoint was where the
-// seal found it. The published size this handle holds in memory rides along (published.go): the
+// published size). A row whose checkpoint is no longer at the old size matches
+// nothing, so the rows affected say whether every checkpoint was where the seal found
+// it. The published size this handle holds in memory rides along (published.go): the
 // row is rewritten anyway, and the published-size writer then has nothing to write
 // for the stream.
 func updateStatement(rows int) string {
 	return `UPDATE checkpoints SET size = v.column4, root = v.column5, compact_range = v.column6, updated_ms = v.column7,
 		published_size = max(published_size, v.column8)
 		FROM (VALUES ` + valuesRows(rows, updateCols) + `) AS v
-		WHERE checkpoints.project_id = v.column1 AND checkpoints.stream = v.column2 AND checkpoints.size = v.column3
-		AND NOT EXISTS (SELECT 1 FROM checkpoints_recent x WHERE x.log = v.column9)`
+		WHERE checkpoints.project_id = v.column1 AND checkpoints.stream = v.column2 AND checkpoints.size = v.column3`
 }
 
 func batchStatement(rows int) string {
@@ -77,7 +72,7 @@ func (st *tickStmts) prepare(ctx context.Context, w *sql.DB) error {
 		to   **rowStmts
 		cols int
 		text func(int) string
-	}{{&st.recentCheckpoint, recentCPCols, recentCheckpointStatement}, {&st.batch, batchCols, batchStatement}, {&st.batchRecent, batchRecentCols, batchRecentStatement}, {&st.ids, idCols, idsStatement}} {
+	}{{&st.batch, batchCols, batchStatement}, {&st.batchRecent, batchRecentCols, batchRecentStatement}, {&st.ids, idCols, idsStatement}} {
 		if *p.to, err = prepareRows(ctx, w, p.cols, p.text); err != nil {
 			st.close()
 			return err
@@ -100,7 +95,6 @@ func (st *tickStmts) prepare(ctx context.Context, w *sql.DB) error {
 
 func (st *tickStmts) close() {
 	st.update.close()
-	st.recentCheckpoint.close()
 	st.batch.close()
 	st.batchRecent.close()
 	st.ids.close()
