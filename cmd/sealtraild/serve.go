@@ -80,7 +80,9 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if err := cfg.resolve(); err != nil {
 		return usageError{err}
 	}
-	logger := newLogger(stderr, cfg.LogLevel)
+	logs := newLogBuffer(stderr) // logbuffer.go
+	defer logs.Close()
+	logger := newLogger(logs, cfg.LogLevel)
 	tuneGC(logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
