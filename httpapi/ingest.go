@@ -219,7 +219,11 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, log catalog.LogI
 	res, err := s.cfg.Sequencer.Submit(ctx, log, e)
 	if err == nil {
 		s.metrics.sealLat.Observe(time.Since(start).Seconds())
-		s.metrics.ingested.WithLabelValues(string(log.Stream)).Inc()
+		if log.Stream == catalog.StreamEvents {
+			s.metrics.ingestedEvents.Inc()
+		} else {
+			s.metrics.ingested.WithLabelValues(string(log.Stream)).Inc()
+		}
 		writeSealed(w, res.ID)
 		return
 	}

@@ -269,8 +269,17 @@ const (
 
 // apiKeyFrom returns the authenticated key of a request that passed apiKey.
 func apiKeyFrom(r *http.Request) catalog.APIKey {
+	if info := infoFrom(r); info != nil && info.authed {
+		return info.key
+	}
 	k, _ := r.Context().Value(keyAPIKey).(catalog.APIKey)
 	return k
+}
+
+// infoFrom is the request's requestInfo (set by withRequestLog), or nil.
+func infoFrom(r *http.Request) *requestInfo {
+	info, _ := r.Context().Value(keyRequestID).(*requestInfo)
+	return info
 }
 
 // apiKey authenticates the bearer API key and requires scope, before anything reads
@@ -304,6 +313,12 @@ func (s *Server) apiKey(scope string, next http.Handler) http.Handler {
 		}
 		if !k.HasScope(scope) {
 			s.refuse(w, r, http.StatusForbidden, "API key missing "+scope+" scope")
+			return
+		}
+		if info := infoFrom(r); info != nil {
+			// The key rides in the request's info: no second context and request copy.
+			info.key, info.authed = k, true
+			next.ServeHTTP(w, r)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyAPIKey, k)))
@@ -352,16 +367,19 @@ func (s *Server) internal(w http.ResponseWriter, r *http.Request, what string, e
 }
 
 func requestID(r *http.Request) string {
-	if info, ok := r.Context().Value(keyRequestID).(*requestInfo); ok {
+	if info := infoFrom(r); info != nil {
 		return info.id
 	}
 	return ""
 }
 
-// requestInfo is what withRequestLog learns about a request: its id, and the route
-// template the router matched (noted by noteRoute, so the router matches only once).
+// requestInfo is what withRequestLog learns about a request: its id, the route
+// template the router matched (noted by noteRoute, so the router matches only once),
+// and the API key apiKey authenticated (authed; apiKeyFrom reads it).
 type requestInfo struct {
 	id, route string
+	key       catalog.APIKey
+	authed    bool
 }
 
 // noteRoute is router middleware: it records the matched route's template for the
@@ -426,6 +444,12 @@ func (s *Server) withRequestLog(next http.Handler) http.Handler {
 	})
 }
 
+// statusClasses are the status classes' labels, built once rather than per request.
+var statusClasses = [...]string{"0xx", "1xx", "2xx", "3xx", "4xx", "5xx", "6xx", "7xx", "8xx", "9xx"}
+
 func statusClass(code int) string {
+	if c := code / 100; c >= 0 && c < len(statusClasses) {
+		return statusClasses[c]
+	}
 	return string(rune('0'+code/100)) + "xx"
 }
