@@ -116,6 +116,7 @@ type Server struct {
 	metrics                                              *metrics
 	router                                               *mux.Router
 	exact                                                map[string]http.Handler // "METHOD path" of the API routes without variables
+	exactPaths                                           map[string]bool         // their paths
 }
 
 // New returns a Server.
@@ -189,6 +190,11 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 	s.router.ServeHTTP(w, r)
 }
 
+// ExactRoute reports whether path is the path of an API route without path variables
+// (POST /api/v1/log among them): a clean path that Handler serves from a map, so that
+// a front of the server (sealtraild's) may hand such a request to Handler straight.
+func (s *Server) ExactRoute(path string) bool { return s.exactPaths[path] }
+
 func (s *Server) routes() {
 	r := mux.NewRouter()
 	r.Use(noteRoute)
@@ -227,12 +233,13 @@ func (s *Server) routes() {
 		{"/tlog/{stream}/checkpoint", http.MethodGet, catalog.ScopeVerify, http.HandlerFunc(s.tlogObject)},
 		{"/tlog/{stream}/{path:tile/.+}", http.MethodGet, catalog.ScopeVerify, http.HandlerFunc(s.tlogObject)},
 	}
-	s.exact = map[string]http.Handler{}
+	s.exact, s.exactPaths = map[string]http.Handler{}, map[string]bool{}
 	for _, rt := range apiRoutes {
 		h := s.apiKey(rt.scope, rt.h)
 		api.Handle(rt.path, h).Methods(rt.method)
 		if !strings.Contains(rt.path, "{") {
 			s.exact[rt.method+" /api/v1"+rt.path] = h
+			s.exactPaths["/api/v1"+rt.path] = true
 		}
 	}
 	// Another method of a known path is 405 with Allow (a gorilla/mux 1.8.1 subrouter

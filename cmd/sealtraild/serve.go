@@ -185,7 +185,7 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	if err != nil {
 		return err
 	}
-	srv := httpServer(cfg, o.handler(handler, api.OperatorOnly), logger)
+	srv := httpServer(cfg, o.apiFirst(o.handler(handler, api.OperatorOnly), api), logger) // serve_front.go
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("sealtraild serving", "addr", base, "catalog", redact(cfg.Catalog), "store", cfg.Store, "origin", cfg.Origin)
