@@ -20,12 +20,19 @@ type ingestResult struct {
 	Status string `json:"status"`
 }
 
+// The header values of every ingest's answer, shared by all of them: net/http only
+// reads a handler's header values (Set and Add replace or reallocate the slice).
+var (
+	sealedContentType  = []string{"application/json"}
+	sealedCacheControl = []string{"no-store"}
+)
+
 // writeSealed answers 202 with the ingestResult of a sealed event: the bytes
 // writeJSON would write, without its encoder (the answer of every ingest).
 func writeSealed(w http.ResponseWriter, id string) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
+	h["Content-Type"] = sealedContentType
+	h["Cache-Control"] = sealedCacheControl
 	w.WriteHeader(http.StatusAccepted)
 	b := make([]byte, 0, 64+len(id))
 	b = append(b, `{"id":`...)

@@ -438,8 +438,12 @@ func (s *Server) withRequestLog(next http.Handler) http.Handler {
 			id = hex.EncodeToString(b[:])
 		}
 		w.Header().Set("X-Request-Id", id)
-		rec := &statusRecorder{ResponseWriter: w}
-		info := &requestInfo{id: id, route: "other"}
+		// The recorder and the info in one allocation.
+		lr := &struct {
+			rec  statusRecorder
+			info requestInfo
+		}{statusRecorder{ResponseWriter: w}, requestInfo{id: id, route: "other"}}
+		rec, info := &lr.rec, &lr.info
 		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), keyRequestID, info)))
 		if rec.status == 0 {
 			rec.status = http.StatusOK
