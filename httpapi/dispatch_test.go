@@ -16,6 +16,12 @@ func TestDispatchExactRoutes(t *testing.T) {
 	if len(s.srv.exact) != 9 {
 		t.Fatalf("%d exact routes, want the 9 API routes without path variables", len(s.srv.exact))
 	}
+	for path, want := range map[string]bool{"/api/v1/log": true, "/api/v1/log/batch": true, "/api/v1/proof/inclusion": true,
+		"/api/v1/log/": false, "/api/v1//log": false, "/api/v1/tlog/events/checkpoint": false, "/api/v1/key-history": false, "/healthz": false} {
+		if got := s.srv.ExactRoute(path); got != want {
+			t.Errorf("ExactRoute(%q) = %v, want %v", path, got, want)
+		}
+	}
 	count := func(route, method, class string) float64 {
 		t.Helper()
 		_, text := s.do(http.MethodGet, "/metrics", "")

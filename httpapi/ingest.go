@@ -20,12 +20,19 @@ type ingestResult struct {
 	Status string `json:"status"`
 }
 
+// The header values of every ingest's answer, shared by all of them: net/http only
+// reads a handler's header values (Set and Add replace or reallocate the slice).
+var (
+	sealedContentType  = []string{"application/json"}
+	sealedCacheControl = []string{"no-store"}
+)
+
 // writeSealed answers 202 with the ingestResult of a sealed event: the bytes
 // writeJSON would write, without its encoder (the answer of every ingest).
 func writeSealed(w http.ResponseWriter, id string) {
 	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
+	h["Content-Type"] = sealedContentType
+	h["Cache-Control"] = sealedCacheControl
 	w.WriteHeader(http.StatusAccepted)
 	b := make([]byte, 0, 64+len(id))
 	b = append(b, `{"id":`...)
@@ -219,7 +226,11 @@ func (s *Server) submit(w http.ResponseWriter, r *http.Request, log catalog.LogI
 	res, err := s.cfg.Sequencer.Submit(ctx, log, e)
 	if err == nil {
 		s.metrics.sealLat.Observe(time.Since(start).Seconds())
-		s.metrics.ingested.WithLabelValues(string(log.Stream)).Inc()
+		if log.Stream == catalog.StreamEvents {
+			s.metrics.ingestedEvents.Inc()
+		} else {
+			s.metrics.ingested.WithLabelValues(string(log.Stream)).Inc()
+		}
 		writeSealed(w, res.ID)
 		return
 	}

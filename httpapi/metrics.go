@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sealtrail/sealtrail/catalog"
 )
 
 type metrics struct {
@@ -9,6 +11,8 @@ type metrics struct {
 	errors   *prometheus.CounterVec
 	ingested *prometheus.CounterVec
 	sealLat  prometheus.Histogram
+	// ingestedEvents is ingested's child of the events stream, looked up once.
+	ingestedEvents prometheus.Counter
 }
 
 func newMetrics(reg *prometheus.Registry) *metrics {
@@ -23,5 +27,6 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help: "Time from a valid ingest request to its acknowledgement.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}),
 	}
 	reg.MustRegister(m.requests, m.errors, m.ingested, m.sealLat)
+	m.ingestedEvents = m.ingested.WithLabelValues(string(catalog.StreamEvents))
 	return m
 }

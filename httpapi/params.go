@@ -31,6 +31,10 @@ func withStorableURL(next http.Handler) http.Handler {
 			writeError(w, http.StatusBadRequest, "The path must not contain U+0000 (NUL) or invalid UTF-8")
 			return
 		}
+		if r.URL.RawQuery == "" {
+			next.ServeHTTP(w, r) // nothing to parse (every ingest)
+			return
+		}
 		for name, values := range r.URL.Query() {
 			ok := storableText(name)
 			for _, v := range values {

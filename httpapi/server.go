@@ -116,6 +116,7 @@ type Server struct {
 	metrics                                              *metrics
 	router                                               *mux.Router
 	exact                                                map[string]http.Handler // "METHOD path" of the API routes without variables
+	exactPaths                                           map[string]bool         // their paths
 }
 
 // New returns a Server.
@@ -189,6 +190,11 @@ func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
 	s.router.ServeHTTP(w, r)
 }
 
+// ExactRoute reports whether path is the path of an API route without path variables
+// (POST /api/v1/log among them): a clean path that Handler serves from a map, so that
+// a front of the server (sealtraild's) may hand such a request to Handler straight.
+func (s *Server) ExactRoute(path string) bool { return s.exactPaths[path] }
+
 func (s *Server) routes() {
 	r := mux.NewRouter()
 	r.Use(noteRoute)
@@ -227,12 +233,13 @@ func (s *Server) routes() {
 		{"/tlog/{stream}/checkpoint", http.MethodGet, catalog.ScopeVerify, http.HandlerFunc(s.tlogObject)},
 		{"/tlog/{stream}/{path:tile/.+}", http.MethodGet, catalog.ScopeVerify, http.HandlerFunc(s.tlogObject)},
 	}
-	s.exact = map[string]http.Handler{}
+	s.exact, s.exactPaths = map[string]http.Handler{}, map[string]bool{}
 	for _, rt := range apiRoutes {
 		h := s.apiKey(rt.scope, rt.h)
 		api.Handle(rt.path, h).Methods(rt.method)
 		if !strings.Contains(rt.path, "{") {
 			s.exact[rt.method+" /api/v1"+rt.path] = h
+			s.exactPaths["/api/v1"+rt.path] = true
 		}
 	}
 	// Another method of a known path is 405 with Allow (a gorilla/mux 1.8.1 subrouter
@@ -269,8 +276,17 @@ const (
 
 // apiKeyFrom returns the authenticated key of a request that passed apiKey.
 func apiKeyFrom(r *http.Request) catalog.APIKey {
+	if info := infoFrom(r); info != nil && info.authed {
+		return info.key
+	}
 	k, _ := r.Context().Value(keyAPIKey).(catalog.APIKey)
 	return k
+}
+
+// infoFrom is the request's requestInfo (set by withRequestLog), or nil.
+func infoFrom(r *http.Request) *requestInfo {
+	info, _ := r.Context().Value(keyRequestID).(*requestInfo)
+	return info
 }
 
 // apiKey authenticates the bearer API key and requires scope, before anything reads
@@ -304,6 +320,12 @@ func (s *Server) apiKey(scope string, next http.Handler) http.Handler {
 		}
 		if !k.HasScope(scope) {
 			s.refuse(w, r, http.StatusForbidden, "API key missing "+scope+" scope")
+			return
+		}
+		if info := infoFrom(r); info != nil {
+			// The key rides in the request's info: no second context and request copy.
+			info.key, info.authed = k, true
+			next.ServeHTTP(w, r)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyAPIKey, k)))
@@ -352,16 +374,19 @@ func (s *Server) internal(w http.ResponseWriter, r *http.Request, what string, e
 }
 
 func requestID(r *http.Request) string {
-	if info, ok := r.Context().Value(keyRequestID).(*requestInfo); ok {
+	if info := infoFrom(r); info != nil {
 		return info.id
 	}
 	return ""
 }
 
-// requestInfo is what withRequestLog learns about a request: its id, and the route
-// template the router matched (noted by noteRoute, so the router matches only once).
+// requestInfo is what withRequestLog learns about a request: its id, the route
+// template the router matched (noted by noteRoute, so the router matches only once),
+// and the API key apiKey authenticated (authed; apiKeyFrom reads it).
 type requestInfo struct {
 	id, route string
+	key       catalog.APIKey
+	authed    bool
 }
 
 // noteRoute is router middleware: it records the matched route's template for the
@@ -413,8 +438,12 @@ func (s *Server) withRequestLog(next http.Handler) http.Handler {
 			id = hex.EncodeToString(b[:])
 		}
 		w.Header().Set("X-Request-Id", id)
-		rec := &statusRecorder{ResponseWriter: w}
-		info := &requestInfo{id: id, route: "other"}
+		// The recorder and the info in one allocation.
+		lr := &struct {
+			rec  statusRecorder
+			info requestInfo
+		}{statusRecorder{ResponseWriter: w}, requestInfo{id: id, route: "other"}}
+		rec, info := &lr.rec, &lr.info
 		next.ServeHTTP(rec, r.WithContext(context.WithValue(r.Context(), keyRequestID, info)))
 		if rec.status == 0 {
 			rec.status = http.StatusOK
@@ -426,6 +455,12 @@ func (s *Server) withRequestLog(next http.Handler) http.Handler {
 	})
 }
 
+// statusClasses are the status classes' labels, built once rather than per request.
+var statusClasses = [...]string{"0xx", "1xx", "2xx", "3xx", "4xx", "5xx", "6xx", "7xx", "8xx", "9xx"}
+
 func statusClass(code int) string {
+	if c := code / 100; c >= 0 && c < len(statusClasses) {
+		return statusClasses[c]
+	}
 	return string(rune('0'+code/100)) + "xx"
 }

@@ -51,8 +51,16 @@ const (
 	termsFormat = "2"
 
 	// termInterval is how often the indexer looks for new events; termChunk bounds
-	// the events one of its transactions indexes.
+	// the events one of its transactions indexes. It indexes them once no seal came
+	// for termInterval, once the oldest has waited termMaxDelay, or at once when
+	// termChunk wait. A chunk inserts about one posting per id it holds, each into
+	// the leaf page of that id's earlier postings, so with recurring ids (users,
+	// documents) its pages written grow with its ids, not its events: chunks of a
+	// busy stream are made as large as termChunk allows rather than termInterval's
+	// worth (BenchmarkTermWrites). A query's scan of the events after the index
+	// stays bounded by termChunk, as before.
 	termInterval = 500 * time.Millisecond
+	termMaxDelay = 2 * time.Second
 	termChunk    = 16384
 )
 
@@ -103,11 +111,19 @@ type termIndex struct {
 	indexed   map[int64]uint64  // by log number: term_state.indexed_seq
 	recent    map[int64]*recent // by log number: ids of committed events not yet indexed
 	held      bool              // tests: the indexer indexes nothing while set
+	waiting   time.Time         // when the oldest event not yet indexed was sealed, as far as known; zero: none
+	lastSeal  time.Time         // when sealed was last called
 }
 
 // openTerms opens (creating or emptying as needed) the term file at path for the
 // catalog file catalogPath, whose meta.catalog_id is id, and starts the indexer.
 func openTerms(ctx context.Context, path, catalogPath, id string, log *slog.Logger) (*termIndex, error) {
+	// A new term file gets the catalog's small pages (pageSize): a chunk inserts one
+	// posting per id it holds, each next to that id's earlier postings, so it dirties
+	// about one leaf page per id, and SQLite logs each whole (BenchmarkTermWrites).
+	if err := setPageSize(ctx, path); err != nil {
+		return nil, fmt.Errorf("sqlite: page size of %s: %w", path, err)
+	}
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -119,7 +135,8 @@ func openTerms(ctx context.Context, path, catalogPath, id string, log *slog.Logg
 	w := sql.OpenDB(&attachConnector{dsn: "file:" + path + "?" + q.Encode(), name: "cat", path: catalogPath})
 	singleConn(w)
 	ti := &termIndex{w: w, log: log, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
-		committed: make(map[int64]uint64), indexed: make(map[int64]uint64), recent: make(map[int64]*recent)}
+		committed: make(map[int64]uint64), indexed: make(map[int64]uint64), recent: make(map[int64]*recent),
+		waiting: time.Now()} // whatever is committed but not indexed at open
 	if err := ti.load(ctx, id); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: term index %s: %w", path, err)
@@ -213,10 +230,15 @@ func (ti *termIndex) close() error {
 // sealed records that log number n has committed size size, the last events being
 // events (terms_recent.go).
 func (ti *termIndex) sealed(n int64, size uint64, events []catalog.Event) {
+	now := time.Now()
 	ti.mu.Lock()
 	ti.committed[n] = max(ti.committed[n], size)
 	ti.keep(n, events)
 	lag := size - min(size, ti.indexed[n])
+	ti.lastSeal = now
+	if ti.waiting.IsZero() {
+		ti.waiting = now
+	}
 	ti.mu.Unlock()
 	if lag >= termChunk {
 		select {
@@ -242,6 +264,9 @@ func (ti *termIndex) run() {
 		case <-ti.quit:
 			return
 		case <-tick.C:
+			if !ti.due(time.Now()) {
+				continue
+			}
 		case <-ti.wake:
 		}
 		if err := ti.catchUp(); err != nil {
@@ -258,7 +283,24 @@ func (ti *termIndex) run() {
 // any number of project-streams per transaction: a tick of many quiet project-streams
 // leaves a few events in each, and a transaction per project-stream rewrote the
 // term_state page and a postings leaf once per stream (BenchmarkTickWrites).
-func (ti *termIndex) catchUp() error {
+func (ti *termIndex) catchUp() (err error) {
+	ti.mu.Lock()
+	if ti.held {
+		ti.mu.Unlock()
+		return nil
+	}
+	since := ti.waiting
+	ti.waiting = time.Time{} // seals from now on start the next wait
+	ti.mu.Unlock()
+	defer func() {
+		if err != nil { // what is left waits since then
+			ti.mu.Lock()
+			if ti.waiting.IsZero() || since.Before(ti.waiting) {
+				ti.waiting = since
+			}
+			ti.mu.Unlock()
+		}
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -286,6 +328,14 @@ func (ti *termIndex) catchUp() error {
 			}
 		}
 	}
+}
+
+// due reports whether the indexer should index at now (see termInterval): something
+// waits, and either no seal came for termInterval or it has waited termMaxDelay.
+func (ti *termIndex) due(now time.Time) bool {
+	ti.mu.Lock()
+	defer ti.mu.Unlock()
+	return !ti.waiting.IsZero() && (now.Sub(ti.lastSeal) >= termInterval || now.Sub(ti.waiting) >= termMaxDelay)
 }
 
 // termWork is one project-stream's part of an indexer transaction: index log number n

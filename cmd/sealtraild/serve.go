@@ -80,7 +80,9 @@ func serve(args []string, stdout, stderr io.Writer) error {
 	if err := cfg.resolve(); err != nil {
 		return usageError{err}
 	}
-	logger := newLogger(stderr, cfg.LogLevel)
+	logs := newLogBuffer(stderr) // logbuffer.go
+	defer logs.Close()
+	logger := newLogger(logs, cfg.LogLevel)
 	tuneGC(logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -183,7 +185,7 @@ func run(ctx context.Context, cfg Config, dev bool, logger *slog.Logger, stdout 
 	if err != nil {
 		return err
 	}
-	srv := httpServer(cfg, o.handler(handler, api.OperatorOnly), logger)
+	srv := httpServer(cfg, o.apiFirst(o.handler(handler, api.OperatorOnly), api), logger) // serve_front.go
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("sealtraild serving", "addr", base, "catalog", redact(cfg.Catalog), "store", cfg.Store, "origin", cfg.Origin)
