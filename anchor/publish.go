@@ -81,10 +81,11 @@ type attestation struct {
 // RFC 3161 genTime when a TSA attested (a time no one here controls), else the
 // earliest time another party attests, else the job's clock.
 //
-// A publisher's answer for a checkpoint is kept in memory until the checkpoint
-// changes: a run that published but failed to record the anchors reuses it rather
-// than publishing the same checkpoint again, which Rekor refuses (409, no proof: the
-// first proof is the one to keep). docs/anchoring.md "Publishers".
+// A publisher's answer for a checkpoint is kept, in memory until the checkpoint
+// changes and in the object store (kept.go): a run that published but failed to
+// record the anchors, even after a restart, reuses it rather than publishing the same
+// checkpoint again, which Rekor refuses (409, no proof: the first proof is the one to
+// keep). docs/anchoring.md "Publishers".
 func (j *Job) attest(ctx context.Context, note []byte, size uint64) ([]tlog.ExternalProof, time.Time, error) {
 	if !bytes.Equal(j.attested.checkpoint, note) {
 		j.attested.checkpoint, j.attested.by = note, map[int]attestation{}
@@ -97,15 +98,12 @@ func (j *Job) attest(ctx context.Context, note []byte, size uint64) ([]tlog.Exte
 	for i, p := range j.cfg.Publishers {
 		a, ok := j.attested.by[i]
 		if !ok {
-			ref, proof, t, err := p.Publish(ctx, note)
+			var err error
+			a, err = j.publish(ctx, note, i, p)
 			if err != nil {
 				j.cfg.Logger.Warn("anchor: publication failed", slog.String("anchorType", p.Type()), slog.Any("err", err))
 				errs = append(errs, fmt.Errorf("%s: %w", p.Type(), err))
 				continue
-			}
-			a = attestation{ext: tlog.ExternalProof{AnchorType: p.Type(), AnchorRef: ref, Proof: proof}, at: t}
-			if !t.IsZero() {
-				a.ext.AnchoredAt = tlog.FormatTime(t)
 			}
 			j.attested.by[i] = a
 		}
@@ -130,6 +128,31 @@ func (j *Job) attest(ctx context.Context, note []byte, size uint64) ([]tlog.Exte
 		return ext, earliest, nil
 	}
 	return ext, j.cfg.Now(), nil
+}
+
+// publish returns publisher i's answer for note: the one kept in the object store
+// (kept.go) if a job got it before, else a new publication's, kept before it is used.
+// An answer that could not be kept is still used, as when answers lived in memory
+// only.
+func (j *Job) publish(ctx context.Context, note []byte, i int, p Publisher) (attestation, error) {
+	if a, ok, err := j.loadKept(ctx, note, i, p.Type()); err != nil {
+		return attestation{}, err
+	} else if ok {
+		return a, nil
+	}
+	ref, proof, t, err := p.Publish(ctx, note)
+	if err != nil {
+		return attestation{}, err
+	}
+	a := attestation{ext: tlog.ExternalProof{AnchorType: p.Type(), AnchorRef: ref, Proof: proof}, at: t}
+	if !t.IsZero() {
+		a.ext.AnchoredAt = tlog.FormatTime(t)
+	}
+	kept, err := j.keep(ctx, note, i, a)
+	if err != nil {
+		j.cfg.Logger.Warn("anchor: attestation not kept", slog.String("anchorType", p.Type()), slog.Any("err", err))
+	}
+	return kept, nil
 }
 
 func hexBytes(s string) ([]byte, error) {

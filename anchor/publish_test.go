@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/tiles"
 	"github.com/sealtrail/sealtrail/tiles/mem"
 	"github.com/sealtrail/sealtrail/tlog"
 )
@@ -79,8 +80,9 @@ func TestAttest(t *testing.T) {
 			}
 		}
 
-		// A restarted job has no memory of the first answers: Rekor refuses the
-		// checkpoint, the other publishers still attest it.
+		// A restarted job (or another replica) has no memory of the first answers but
+		// finds them kept in the object store: nothing is published again, and Rekor's
+		// proof, which it would not give twice, is in the anchors.
 		grow(t, db, 1, logs[0])
 		fc = &faultyCatalog{Catalog: db, method: "anchors"}
 		j, _ = New(Config{Catalog: fc, Store: store, Origin: testOrigin, Key: key, Holder: "h", Publishers: []Publisher{wit, rk, ts}})
@@ -91,9 +93,50 @@ func TestAttest(t *testing.T) {
 		if rep, err := j.RunOnce(ctx); err != nil || rep.Anchored != 1 {
 			t.Fatalf("run after a restart: %+v, %v", rep, err)
 		}
+		if wit.calls != 2 || rk.calls != 2 || ts.calls != 2 {
+			t.Fatalf("publications after the restart: witness %d, rekor %d, tsa %d; want two each", wit.calls, rk.calls, ts.calls)
+		}
 		hs, _ := db.ListTreeHeads(ctx, logs[0], 10)
+		if h := hs[0]; !h.Anchor.AnchoredAt.Equal(tsaTime) {
+			t.Fatalf("anchoredAt after a restart: %v", h.Anchor.AnchoredAt)
+		}
+		if p := proofOf(t, hs[0]); len(p.External) != 3 || p.External[1].AnchorType != "rekor" || p.External[1].AnchorRef != "rekor/2" ||
+			p.External[2].AnchoredAt != tlog.FormatTime(tsaTime) {
+			t.Fatalf("anchor after a restart: %+v", p.External)
+		}
+
+		// An answer kept in the store is used only for its own checkpoint and
+		// publisher; an unreadable one fails that publisher, not the others.
+		grow(t, db, 1, logs[0])
+		fc = &faultyCatalog{Catalog: db, method: "anchors"}
+		j, _ = New(Config{Catalog: fc, Store: store, Origin: testOrigin, Key: key, Holder: "h", Publishers: []Publisher{wit, rk, ts}})
+		if _, err := j.RunOnce(ctx); !errors.Is(err, errInjected) {
+			t.Fatalf("run = %v, want the injected fault", err)
+		}
+		st, err := db.TreeHeadsLog(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		note, err := j.checkpoint(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Get(ctx, keptKey(note, 1, "rekor")); err != nil {
+			t.Fatalf("rekor's answer was not kept: %v", err)
+		}
+		if err := store.Put(ctx, keptKey(note, 1, "rekor"), []byte(`{"anchorRef":""}`), tiles.Attrs{}); err != nil {
+			t.Fatal(err)
+		}
+		j, _ = New(Config{Catalog: db, Store: store, Origin: testOrigin, Key: key, Holder: "h", Publishers: []Publisher{wit, rk, ts}})
+		if rep, err := j.RunOnce(ctx); err != nil || rep.Anchored != 1 {
+			t.Fatalf("run with a damaged kept answer: %+v, %v", rep, err)
+		}
+		hs, _ = db.ListTreeHeads(ctx, logs[0], 10)
 		if p := proofOf(t, hs[0]); len(p.External) != 2 || p.External[0].AnchorType != "witness" || p.External[1].AnchorType != TypeRFC3161 {
-			t.Fatalf("anchor after a duplicate: %+v", p.External)
+			t.Fatalf("anchor with a damaged kept answer: %+v", p.External)
+		}
+		if wit.calls != 3 || rk.calls != 3 || ts.calls != 3 {
+			t.Fatalf("publications with kept answers: witness %d, rekor %d, tsa %d; want three each", wit.calls, rk.calls, ts.calls)
 		}
 
 		// Without a TSA, anchoredAt is the earliest time attested.
