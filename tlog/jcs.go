@@ -479,7 +479,7 @@ func (p *canonParser) number(out []byte) ([]byte, error) {
 		}
 	}
 	lit := string(p.in[start:p.pos])
-	f, err := strconv.ParseFloat(lit, 64)
+	f, err := strconv.ParseFloat(shortLiteral(lit), 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return nil, &CanonError{Kind: ErrSyntax, Offset: start, Detail: lit}
 	}
@@ -490,6 +490,63 @@ func (p *canonParser) number(out []byte) ([]byte, error) {
 		return nil, &CanonError{Kind: ErrIntegerRange, Offset: start, Detail: lit}
 	}
 	return AppendNumber(out, f), nil
+}
+
+// longLiteral is the length from which number reduces a literal (shortLiteral) before
+// strconv.ParseFloat reads it: ParseFloat keeps at most 800 digits and then misplaces
+// the decimal point of a literal with more integer digits than that (Go 1.26:
+// "1" followed by 800 zeros and "e-800" reads as 0.1), where ECMAScript, and so
+// RFC 8785 and the TypeScript client, read 1.
+const longLiteral = 700
+
+// shortLiteral returns lit (a valid JSON number) with the same float64 value and at
+// most 770 digits: its significant digits D and exponent E (value ±D × 10^E), D cut to
+// 768 digits plus a nonzero sticky digit when it was longer (no float64 lies between
+// two numbers with the same first 768 significant digits and a nonzero tail, so the
+// rounding is unchanged). Shorter literals are returned as they are.
+func shortLiteral(lit string) string {
+	if len(lit) < longLiteral {
+		return lit
+	}
+	neg := lit[0] == '-'
+	body := strings.TrimPrefix(lit, "-")
+	mant, expPart, _ := strings.Cut(strings.ToLower(body), "e")
+	intPart, fracPart, _ := strings.Cut(mant, ".")
+	exp := 0
+	if expPart != "" {
+		sign := 1
+		switch expPart[0] {
+		case '-':
+			sign, expPart = -1, expPart[1:]
+		case '+':
+			expPart = expPart[1:]
+		}
+		for i := 0; i < len(expPart) && exp < 100_000_000; i++ { // beyond it: 0 or ±Inf alike
+			exp = exp*10 + int(expPart[i]-'0')
+		}
+		exp *= sign
+	}
+	digits := strings.TrimLeft(intPart+fracPart, "0")
+	exp -= len(fracPart)
+	trimmed := strings.TrimRight(digits, "0")
+	exp += len(digits) - len(trimmed)
+	digits = trimmed
+	if digits == "" {
+		if neg {
+			return "-0"
+		}
+		return "0"
+	}
+	const keep = 768
+	if len(digits) > keep {
+		exp += len(digits) - keep - 1
+		digits = digits[:keep] + "1" // the tail is not all zeros: trailing zeros were trimmed
+	}
+	out := digits + "e" + strconv.Itoa(exp)
+	if neg {
+		out = "-" + out
+	}
+	return out
 }
 
 // numberInRange applies the range rule of docs/formats.md to a literal whose float64

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -87,6 +88,25 @@ func buildVectors(t *testing.T) map[string]vectorFile {
 			t.Fatalf("Canonicalize(%s) = %v, want ErrIntegerRange", in, err)
 		}
 		jcs = append(jcs, jcsCase{Input: in, Rejected: ErrIntegerRange.Error()})
+	}
+	// Literals longer than strconv.ParseFloat's 800 digits (shortLiteral): the values
+	// ECMAScript reads, which the TypeScript client's test checks against JSON.parse.
+	long := strings.Repeat("0", 1500)
+	for _, c := range []struct{ in, want string }{
+		{`{"metadata":{"n":1` + long + `e-1500}}`, `{"metadata":{"n":1}}`},
+		{`{"metadata":{"n":-0.` + long[1:] + `1e1500,"m":1` + long[:801] + `e-801}}`, `{"metadata":{"m":1,"n":-1}}`},
+		{`{"metadata":{"n":` + strings.Repeat("1", 1501) + `e-1490}}`, `{"metadata":{"n":11111111111.11111}}`},
+		{`{"metadata":{"n":0.` + long + `5}}`, `{"metadata":{"n":0}}`},
+		// 1 + 2^-53, halfway between 1 and the next double: to even; a nonzero digit
+		// a thousand places further is above halfway (the sticky digit).
+		{`{"metadata":{"n":1.00000000000000011102230246251565404236316680908203125` + long[:1000] + `}}`, `{"metadata":{"n":1}}`},
+		{`{"metadata":{"n":1.00000000000000011102230246251565404236316680908203125` + long[:1000] + `1}}`, `{"metadata":{"n":1.0000000000000002}}`},
+	} {
+		got, err := Canonicalize([]byte(c.in))
+		if err != nil || string(got) != c.want {
+			t.Fatalf("Canonicalize(%.40s...) = %s, %v; want %s", c.in, got, err, c.want)
+		}
+		jcs = append(jcs, jcsCase{Input: c.in, Canonical: c.want})
 	}
 	files["jcs.json"] = vectorFile{"RFC 8785 canonical form of sample payloads.", jcs}
 
