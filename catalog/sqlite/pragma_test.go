@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/sealtrail/sealtrail/catalog"
@@ -48,7 +49,7 @@ func TestPragmas(t *testing.T) {
 	for pragma, want := range map[string]string{
 		"synchronous": "2", // FULL
 		"temp_store":  "2", // MEMORY
-		"cache_size":  "-65536",
+		"cache_size":  "-" + strconv.Itoa(writerCacheKiB),
 	} {
 		var got string
 		if err := db.w.QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&got); err != nil {
