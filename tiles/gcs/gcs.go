@@ -73,12 +73,35 @@ func (s *Store) key(key string) (string, error) {
 	return s.prefix + key, nil
 }
 
-// Get implements tiles.Store.
+// Get implements tiles.Store. A whole-object read whose bytes do not match the
+// object's CRC32C is read again, at most getAttempts times in all: the client checks
+// the checksum only once the body has been read, and a mismatch means the bytes
+// received are not the object, which a fresh read may well be (Google's guidance
+// for downloads). fake-gcs-server also answers a read that races an overwrite with
+// one version's checksum and another's bytes (TestConformance, ConcurrentPut).
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	k, err := s.key(key)
 	if err != nil {
 		return nil, err
 	}
+	for attempt := 1; ; attempt++ {
+		data, err := s.get(ctx, k)
+		if err == nil || !badCRC(err) || attempt == getAttempts || ctx.Err() != nil {
+			return data, err
+		}
+	}
+}
+
+// getAttempts bounds the reads of one Get whose bytes fail their checksum.
+const getAttempts = 3
+
+// badCRC reports whether err is the client's checksum mismatch on a whole-object
+// read, which it returns as text only.
+func badCRC(err error) bool {
+	return strings.Contains(err.Error(), "storage: bad CRC on read")
+}
+
+func (s *Store) get(ctx context.Context, k string) ([]byte, error) {
 	r, err := s.bucket.Object(k).NewReader(ctx)
 	if err != nil {
 		if errors.Is(err, storage.ErrObjectNotExist) {
