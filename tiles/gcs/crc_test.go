@@ -29,12 +29,9 @@ func TestGetBadCRC(t *testing.T) {
 		t.Fatal(err)
 	}
 	var corrupt, corrupted atomic.Int64
-	proxy := httputil.NewSingleHostReverseProxy(target)
-	direct := proxy.Director
-	proxy.Director = func(r *http.Request) {
-		direct(r)
-		r.Host = target.Host // the emulator reads the bucket from a Host it does not know
-	}
+	proxy := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target) // and the emulator's Host: it reads the bucket from a Host it does not know
+	}}
 	proxy.ModifyResponse = func(resp *http.Response) error {
 		if resp.Request.Method != http.MethodGet || !strings.Contains(resp.Header.Get("X-Goog-Hash"), "crc32c=") {
 			return nil
