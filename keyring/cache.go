@@ -3,6 +3,7 @@ package keyring
 import (
 	"container/list"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
@@ -14,12 +15,14 @@ type cacheKey struct {
 	epoch string
 }
 
-// cached is an unwrapped data key and when it stops being trusted.
+// cached is an unwrapped data key and when it stops being trusted, and the Sealer
+// NewSealer last made from it (see sealerMessages), which leaves the cache with it.
 type cached struct {
 	key     cacheKey
 	keyID   string
 	secret  []byte
 	expires time.Time
+	sealer  atomic.Pointer[Sealer]
 }
 
 // lru is a bounded, expiring map of unwrapped data keys. The expiry bounds how long a

@@ -485,14 +485,31 @@ func TestSealer(t *testing.T) {
 	if pt, err := kr.Decrypt(ctx, logA, ct[1:], nil); err != nil || !bytes.Equal(pt, msg) {
 		t.Fatalf("Decrypt of SealPrefixedTo without room = %q, %v", pt, err)
 	}
-	// The salt is fresh per Sealer.
+	// NewSealer hands out the same Sealer (and salt) until it has sealed
+	// sealerMessages payloads, then a new one with a fresh salt.
+	again, err := kr.NewSealer(ctx, logA, "2026-11")
+	if err != nil || again != s {
+		t.Fatalf("second NewSealer: %p, %v; want the first one, %p", again, err, s)
+	}
+	if got := s.used.Load(); got != 6 {
+		t.Fatalf("the Sealer counts %d payloads, want 6", got)
+	}
+	s.used.Store(sealerMessages)
 	s2, err := kr.NewSealer(ctx, logA, "2026-11")
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || s2 == s {
+		t.Fatalf("NewSealer after %d payloads: %p, %v; want a new Sealer", sealerMessages, s2, err)
 	}
 	ct2, _ := s2.Seal(msg, nil)
 	if h2, _ := parseHeader(ct2); bytes.Equal(h2.salt, h0.salt) {
-		t.Fatal("two Sealers share a salt")
+		t.Fatal("a new Sealer kept the old salt")
+	}
+	if pt, err := kr.Decrypt(ctx, logA, ct2, nil); err != nil || !bytes.Equal(pt, msg) {
+		t.Fatalf("Decrypt with the new salt = %q, %v", pt, err)
+	}
+	// Another epoch, or another stream, has a Sealer of its own.
+	s3, err := kr.NewSealer(ctx, logA, "2026-12")
+	if err != nil || s3 == s2 || bytes.Equal(s3.hdr, s2.hdr) {
+		t.Fatalf("NewSealer of another epoch: %p, %v; shares the Sealer %v", s3, err, s3 == s2)
 	}
 	if err := kr.Destroy(ctx, logA, "2026-11"); err != nil {
 		t.Fatal(err)
