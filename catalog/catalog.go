@@ -157,6 +157,7 @@ type Catalog interface {
 	ReleaseLegalHold(ctx context.Context, projectID, holdID string, at time.Time) (LegalHold, error)
 
 	InsertDataKey(ctx context.Context, k DataKey) (DataKey, error)
+	InsertDataKeys(ctx context.Context, ks []DataKey) ([]DataKey, error)
 	DataKey(ctx context.Context, log LogID, epoch string) (DataKey, error)
 	ListDataKeys(ctx context.Context, log LogID) ([]DataKey, error)
 	DestroyDataKey(ctx context.Context, log LogID, epoch string, at time.Time) (DataKey, error)

@@ -201,6 +201,18 @@ type DataKey struct {
 // Destroyed reports whether the key has been shredded.
 func (k *DataKey) Destroyed() bool { return !k.DestroyedAt.IsZero() }
 
+// ValidateDataKey checks what both drivers require of a data key to store: a valid
+// project-stream, an epoch, a key id, a KEK id and wrapped bytes.
+func ValidateDataKey(k DataKey) error {
+	if err := k.Log.Validate(); err != nil {
+		return err
+	}
+	if k.Epoch == "" || k.KeyID == "" || k.KEKID == "" || len(k.Wrapped) == 0 {
+		return fmt.Errorf("%w: data key needs an epoch, a key id, a KEK id and wrapped bytes", ErrInvalid)
+	}
+	return nil
+}
+
 // TreeHead is a signed tree head of one project-stream, as recorded in the service-wide
 // tree_heads log, with its anchor once published.
 type TreeHead struct {

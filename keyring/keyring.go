@@ -65,6 +65,15 @@ type Store interface {
 	DestroyDataKey(ctx context.Context, log catalog.LogID, epoch string, at time.Time) (catalog.DataKey, error)
 }
 
+// BatchStore is a Store that can store several new data keys in one write (both
+// catalog drivers are); PrepareAt uses it.
+type BatchStore interface {
+	Store
+	// InsertDataKeys is InsertDataKey for each of ks, all or none, in one write; the
+	// stored keys come back in the order of ks.
+	InsertDataKeys(ctx context.Context, ks []catalog.DataKey) ([]catalog.DataKey, error)
+}
+
 // Granularity is the length of a retention epoch.
 type Granularity int
 
@@ -205,6 +214,57 @@ func (k *Keyring) NewSealer(ctx context.Context, log catalog.LogID, epoch string
 	s := &Sealer{hdr: hdr, aead: aead}
 	dk.sealer.Store(s)
 	return s, nil
+}
+
+// PrepareAt makes sure the data keys of logs for the epoch of receive time at are at
+// hand, creating those that epoch does not have yet all at once: with a BatchStore,
+// one catalog write for all of them, where NewSealer writes one per key. The
+// sequencer calls it before a tick's builds, so a tick holding the first events of
+// many new project-streams commits their keys once instead of once each. Keys that
+// exist but are not cached are left to NewSealer, which reads them; so is any
+// problem with one key (NewSealer reports it for its own stream). An error means the
+// batch was not stored, and NewSealer creates the keys one by one as before.
+func (k *Keyring) PrepareAt(ctx context.Context, logs []catalog.LogID, at time.Time) error {
+	bs, ok := k.store.(BatchStore)
+	if !ok || len(logs) < 2 {
+		return nil
+	}
+	epoch, now := k.gran.Epoch(at), k.now()
+	var (
+		rows    []catalog.DataKey
+		secrets [][]byte
+	)
+	for _, log := range logs {
+		if _, ok := k.cache.get(cacheKey{log, epoch}, now); ok {
+			continue
+		}
+		if _, err := k.store.DataKey(ctx, log, epoch); !errors.Is(err, catalog.ErrNotFound) {
+			if err != nil {
+				return fmt.Errorf("keyring: data key %s %s: %w", log, epoch, err)
+			}
+			continue
+		}
+		row, secret, err := k.newKey(ctx, log, epoch)
+		if err != nil {
+			return fmt.Errorf("keyring: data key %s %s: %w", log, epoch, err)
+		}
+		rows, secrets = append(rows, row), append(secrets, secret)
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	stored, err := bs.InsertDataKeys(ctx, rows)
+	if err != nil {
+		return fmt.Errorf("keyring: %d data keys of epoch %s: %w", len(rows), epoch, err)
+	}
+	for i, row := range stored {
+		// Another writer's key for the epoch won the race: NewSealer reads and
+		// unwraps it.
+		if row.KeyID == rows[i].KeyID && !row.Destroyed() {
+			k.cache.put(&cached{key: cacheKey{row.Log, epoch}, keyID: row.KeyID, secret: secrets[i]}, now)
+		}
+	}
+	return nil
 }
 
 // SealerAt is NewSealer for the epoch of receive time at (see Options.Granularity).
@@ -398,21 +458,30 @@ func (k *Keyring) unwrap(ctx context.Context, row catalog.DataKey) ([]byte, erro
 // create makes, wraps and stores a new data key; if another writer stored one first,
 // the stored one is returned instead.
 func (k *Keyring) create(ctx context.Context, log catalog.LogID, epoch string) (catalog.DataKey, error) {
+	row, _, err := k.newKey(ctx, log, epoch)
+	if err != nil {
+		return row, err
+	}
+	return k.store.InsertDataKey(ctx, row)
+}
+
+// newKey makes a new data key for (log, epoch): its row to store, wrapped with the
+// current KEK, and its secret.
+func (k *Keyring) newKey(ctx context.Context, log catalog.LogID, epoch string) (catalog.DataKey, []byte, error) {
 	secret := make([]byte, dataKeyLen)
 	id := make([]byte, keyIDSize)
 	if _, err := rand.Read(secret); err != nil {
-		return catalog.DataKey{}, fmt.Errorf("generate: %w", err)
+		return catalog.DataKey{}, nil, fmt.Errorf("generate: %w", err)
 	}
 	if _, err := rand.Read(id); err != nil {
-		return catalog.DataKey{}, fmt.Errorf("generate: %w", err)
+		return catalog.DataKey{}, nil, fmt.Errorf("generate: %w", err)
 	}
 	keyID := hex.EncodeToString(id)
 	wrapped, err := k.kek.Wrap(ctx, secret, wrapAD(log, epoch, keyID))
 	if err != nil {
-		return catalog.DataKey{}, fmt.Errorf("wrap: %w", err)
+		return catalog.DataKey{}, nil, fmt.Errorf("wrap: %w", err)
 	}
-	return k.store.InsertDataKey(ctx, catalog.DataKey{Log: log, Epoch: epoch, KeyID: keyID, KEKID: k.kek.ID(),
-		Wrapped: wrapped, CreatedAt: k.now()})
+	return catalog.DataKey{Log: log, Epoch: epoch, KeyID: keyID, KEKID: k.kek.ID(), Wrapped: wrapped, CreatedAt: k.now()}, secret, nil
 }
 
 // lengthPrefixed encodes fields unambiguously: each as a 4-byte big-endian length and

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/tiles"
@@ -199,24 +199,45 @@ func (c *committer) commit(reqs []*sealReq) error {
 // error and no batch; the others go on.
 func (c *committer) build(ctx context.Context, cps []catalog.Checkpoint, byLog map[catalog.LogID]*sealReq) ([]*catalog.SealBatch, func() error, error) {
 	batches := make([]*catalog.SealBatch, len(cps))
-	var g errgroup.Group
-	g.SetLimit(runtime.GOMAXPROCS(0))
-	for i, cp := range cps {
-		r := byLog[cp.Log]
-		g.Go(func() error {
+	if kp, ok := c.s.cfg.Keyring.(keyPreparer); ok && len(cps) > 1 {
+		logs := make([]catalog.LogID, len(cps))
+		for i, cp := range cps {
+			logs[i] = cp.Log
+		}
+		// Not fatal: each build then gets its stream's key itself, as without it.
+		if err := kp.PrepareAt(ctx, logs, c.s.cfg.Now()); err != nil {
+			c.s.cfg.Logger.Warn("sequencer: prepare the data keys of a tick", slog.Int("streams", len(logs)), slog.Any("err", err))
+		}
+	}
+	// At most GOMAXPROCS builders take the streams in turn, one of them this
+	// goroutine: a goroutine per stream (a tick of a thousand streams of one event
+	// each) paid for a new goroutine and its stack's growth per stream and tick.
+	var next atomic.Int64
+	builder := func() {
+		for {
+			i := int(next.Add(1)) - 1
+			if i >= len(cps) {
+				return
+			}
+			cp := cps[i]
+			r := byLog[cp.Log]
 			r.b, r.err = nil, nil // a catalog may run this twice (catalog.SealGroupFunc)
 			b, err := r.ls.build(ctx, cp, r.p)
 			if err != nil {
 				r.err = err
-				return nil
+				continue
 			}
 			if b != nil {
 				r.b, batches[i] = b, b.batch
 			}
-			return nil
-		})
+		}
 	}
-	_ = g.Wait()
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(cps)) - 1 {
+		wg.Go(builder)
+	}
+	builder()
+	wg.Wait()
 	obj, err := c.groupObject(ctx, byLog, cps)
 	if err != nil || obj.write == nil {
 		return batches, nil, err

@@ -54,6 +54,13 @@ type batchKeyring interface {
 	SealerAt(ctx context.Context, log catalog.LogID, at time.Time) (*keyring.Sealer, error)
 }
 
+// keyPreparer is a Keyring that can make ready the data keys of many project-streams
+// at once (*keyring.Keyring is one): a tick of new streams then creates their keys in
+// one catalog write instead of one each.
+type keyPreparer interface {
+	PrepareAt(ctx context.Context, logs []catalog.LogID, at time.Time) error
+}
+
 // ErrShredded is what a Keyring's Open wraps for a payload whose key was destroyed.
 var ErrShredded = keyring.ErrShredded
 

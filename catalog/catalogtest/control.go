@@ -360,6 +360,55 @@ func testDataKeys(t *testing.T, db catalog.Catalog) {
 	if err != nil || len(ks) != 2 || ks[0].Epoch != "2026-10" || !ks[0].Destroyed() || ks[1].Epoch != "2026-11" || ks[1].Destroyed() {
 		t.Fatalf("ListDataKeys = %+v, %v", ks, err)
 	}
+	testInsertDataKeys(t, db)
+}
+
+// testInsertDataKeys checks the batch insert after testDataKeys: new keys are stored,
+// an epoch with a key (live or destroyed) keeps it and returns it, results come in
+// the order asked, and a bad key or a taken key id stores none of the batch.
+func testInsertDataKeys(t *testing.T, db catalog.Catalog) {
+	ctx := ctxT(t)
+	if got, err := db.InsertDataKeys(ctx, nil); err != nil || len(got) != 0 {
+		t.Fatalf("InsertDataKeys(nil) = %+v, %v", got, err)
+	}
+	batch := []catalog.DataKey{
+		{Log: logB, Epoch: "2027-01", KeyID: "batch-b", KEKID: "kek2", Wrapped: []byte("wb"), CreatedAt: t0},
+		{Log: logA, Epoch: "2026-11", KeyID: "batch-a-live", KEKID: "kek2", Wrapped: []byte("no")},      // has a live key
+		{Log: logA, Epoch: "2026-10", KeyID: "batch-a-destroyed", KEKID: "kek2", Wrapped: []byte("no")}, // destroyed
+		{Log: logC, Epoch: "2027-01", KeyID: "batch-c", KEKID: "kek2", Wrapped: []byte("wc"), CreatedAt: t0},
+	}
+	got, err := db.InsertDataKeys(ctx, batch)
+	if err != nil || len(got) != len(batch) {
+		t.Fatalf("InsertDataKeys = %+v, %v", got, err)
+	}
+	live, _ := db.DataKey(ctx, logA, "2026-11")
+	for i, want := range []struct {
+		log       catalog.LogID
+		keyID     string
+		destroyed bool
+	}{{logB, "batch-b", false}, {logA, live.KeyID, false}, {logA, "old", true}, {logC, "batch-c", false}} {
+		if got[i].Log != want.log || got[i].KeyID != want.keyID || got[i].Destroyed() != want.destroyed {
+			t.Fatalf("InsertDataKeys[%d] = %+v, want %s key %s (destroyed %v)", i, got[i], want.log, want.keyID, want.destroyed)
+		}
+	}
+	if k, err := db.DataKey(ctx, logC, "2027-01"); err != nil || k.KeyID != "batch-c" || !bytes.Equal(k.Wrapped, []byte("wc")) || k.KEKID != "kek2" {
+		t.Fatalf("DataKey after InsertDataKeys = %+v, %v", k, err)
+	}
+	// All or nothing: a bad key, or a key id already taken, stores no key of the batch.
+	for _, c := range []struct {
+		name string
+		bad  catalog.DataKey
+		want error
+	}{
+		{"a key without bytes", catalog.DataKey{Log: logB, Epoch: "2027-03", KeyID: "nobytes", KEKID: "kek2"}, catalog.ErrInvalid},
+		{"a taken key id", catalog.DataKey{Log: logB, Epoch: "2027-03", KeyID: "batch-c", KEKID: "kek2", Wrapped: []byte("x")}, catalog.ErrExists},
+	} {
+		_, err := db.InsertDataKeys(ctx, []catalog.DataKey{
+			{Log: logA, Epoch: "2027-02", KeyID: "first-" + c.name, KEKID: "kek2", Wrapped: []byte("w")}, c.bad})
+		wantErr(t, "InsertDataKeys with "+c.name, err, c.want)
+		_, err = db.DataKey(ctx, logA, "2027-02")
+		wantErr(t, "the batch's other key after "+c.name, err, catalog.ErrNotFound)
+	}
 }
 
 func testTreeHeads(t *testing.T, db catalog.Catalog) {

@@ -107,11 +107,8 @@ func scanDataKey(row scanner) (catalog.DataKey, error) {
 // stored key either way: of two racing writers, both end up using the first one's key.
 // A destroyed key is returned as such (Wrapped nil), never replaced.
 func (db *DB) InsertDataKey(ctx context.Context, k catalog.DataKey) (catalog.DataKey, error) {
-	if err := k.Log.Validate(); err != nil {
+	if err := catalog.ValidateDataKey(k); err != nil {
 		return k, err
-	}
-	if k.Epoch == "" || k.KeyID == "" || k.KEKID == "" || len(k.Wrapped) == 0 {
-		return k, fmt.Errorf("%w: data key needs an epoch, a key id, a KEK id and wrapped bytes", catalog.ErrInvalid)
 	}
 	if _, err := db.pool.Exec(ctx, `INSERT INTO data_keys(project_id, stream, epoch, key_id, kek_id, wrapped, created_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (project_id, stream, epoch) DO NOTHING`,
@@ -119,6 +116,37 @@ func (db *DB) InsertDataKey(ctx context.Context, k catalog.DataKey) (catalog.Dat
 		return k, fmt.Errorf("postgres: insert data key %s %s: %w", k.Log, k.Epoch, mapErr(err))
 	}
 	return db.DataKey(ctx, k.Log, k.Epoch)
+}
+
+// InsertDataKeys is InsertDataKey for several keys in one transaction: each is stored
+// unless its (log, epoch) has a key, and the stored keys come back in the order of ks.
+// A key that is not valid, or whose key id is taken, stores none of them.
+func (db *DB) InsertDataKeys(ctx context.Context, ks []catalog.DataKey) ([]catalog.DataKey, error) {
+	for _, k := range ks {
+		if err := catalog.ValidateDataKey(k); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]catalog.DataKey, len(ks))
+	err := pgx.BeginFunc(ctx, db.pool, func(tx pgx.Tx) error {
+		for i, k := range ks {
+			if _, err := tx.Exec(ctx, `INSERT INTO data_keys(project_id, stream, epoch, key_id, kek_id, wrapped, created_at)
+				VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (project_id, stream, epoch) DO NOTHING`,
+				k.Log.ProjectID, string(k.Log.Stream), k.Epoch, k.KeyID, k.KEKID, k.Wrapped, db.stamp(k.CreatedAt)); err != nil {
+				return fmt.Errorf("%s %s: %w", k.Log, k.Epoch, mapErr(err))
+			}
+			var err error
+			if out[i], err = scanDataKey(tx.QueryRow(ctx, `SELECT `+dataKeyCols+` FROM data_keys
+				WHERE project_id = $1 AND stream = $2 AND epoch = $3`, k.Log.ProjectID, string(k.Log.Stream), k.Epoch)); err != nil {
+				return fmt.Errorf("%s %s: %w", k.Log, k.Epoch, mapErr(err))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: insert %d data keys: %w", len(ks), err)
+	}
+	return out, nil
 }
 
 // DataKey returns the key of (log, epoch), destroyed or not, or catalog.ErrNotFound.

@@ -105,11 +105,8 @@ func (db *DB) ReleaseLegalHold(ctx context.Context, projectID, holdID string, at
 // stored key either way: of two racing writers, both end up using the first one's key.
 // A destroyed key is returned as such (Wrapped nil), never replaced.
 func (db *DB) InsertDataKey(ctx context.Context, k catalog.DataKey) (catalog.DataKey, error) {
-	if err := k.Log.Validate(); err != nil {
+	if err := catalog.ValidateDataKey(k); err != nil {
 		return k, err
-	}
-	if k.Epoch == "" || k.KeyID == "" || k.KEKID == "" || len(k.Wrapped) == 0 {
-		return k, fmt.Errorf("%w: data key needs an epoch, a key id, a KEK id and wrapped bytes", catalog.ErrInvalid)
 	}
 	if _, err := db.w.ExecContext(ctx, `INSERT INTO data_keys(project_id, stream, epoch, key_id, kek_id, wrapped, created_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project_id, stream, epoch) DO NOTHING`,
@@ -117,6 +114,47 @@ func (db *DB) InsertDataKey(ctx context.Context, k catalog.DataKey) (catalog.Dat
 		return k, fmt.Errorf("sqlite: insert data key %s %s: %w", k.Log, k.Epoch, mapErr(err))
 	}
 	return db.dataKey(ctx, db.w, k.Log, k.Epoch)
+}
+
+// InsertDataKeys is InsertDataKey for several keys in one write transaction: each is
+// stored unless its (log, epoch) has a key, and the stored keys come back in the
+// order of ks. A key that is not valid, or whose key id is taken, stores none of
+// them. The keyring creates the keys of a tick's new project-streams so, with one
+// commit for all of them instead of one each.
+func (db *DB) InsertDataKeys(ctx context.Context, ks []catalog.DataKey) ([]catalog.DataKey, error) {
+	for _, k := range ks {
+		if err := catalog.ValidateDataKey(k); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]catalog.DataKey, len(ks))
+	err := db.writeTx(ctx, func(tx *sql.Tx) error {
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO data_keys(project_id, stream, epoch, key_id, kek_id, wrapped, created_ms)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project_id, stream, epoch) DO NOTHING`)
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		get, err := tx.PrepareContext(ctx, dataKeySelect+`WHERE project_id = ? AND stream = ? AND epoch = ?`)
+		if err != nil {
+			return err
+		}
+		defer get.Close()
+		for i, k := range ks {
+			if _, err := ins.ExecContext(ctx, k.Log.ProjectID, string(k.Log.Stream), k.Epoch, k.KeyID, k.KEKID, k.Wrapped,
+				ms(db.stamp(k.CreatedAt))); err != nil {
+				return fmt.Errorf("%s %s: %w", k.Log, k.Epoch, mapErr(err))
+			}
+			if out[i], err = scanDataKey(get.QueryRowContext(ctx, k.Log.ProjectID, string(k.Log.Stream), k.Epoch)); err != nil {
+				return fmt.Errorf("%s %s: %w", k.Log, k.Epoch, mapErr(err))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: insert %d data keys: %w", len(ks), err)
+	}
+	return out, nil
 }
 
 // DataKey returns the key of (log, epoch), destroyed or not, or catalog.ErrNotFound.
