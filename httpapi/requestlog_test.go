@@ -1,43 +1,24 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sealtrail/sealtrail/internal/stacktest"
+	"github.com/sealtrail/sealtrail/internal/testenv"
 	"github.com/sealtrail/sealtrail/keyring"
 )
-
-// lockedBuffer is a bytes.Buffer safe for the handler's concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestRequestLogLine checks the line every request logs at INFO: its fields, the
 // request id the response carries, and nothing at all when INFO is off.
 func TestRequestLogLine(t *testing.T) {
 	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelWarn} {
-		var out lockedBuffer
+		var out testenv.Output
 		cat := openCatalog(t, "sqlite")
 		s := startStack(t, cat, keyring.New(cat, stacktest.KEK(t), keyring.Options{}), 1, time.Millisecond, func(c *Config) {
 			c.Logger = slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: level}))

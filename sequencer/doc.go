@@ -50,11 +50,15 @@
 //     the locks with step 4's checkpoint UPDATE, conditional on those sizes; if one
 //     moved, it rolls back and runs 2-4 again under the locks (docs/catalog.md).
 //     Crash: nothing written; the locks die with the transaction or process.
-//  2. For each stream, in parallel: assign sequences cp.Size+1.., mint ids (ascending
-//     within the batch) and nonces, build leaves, encrypt payloads (straight into the
-//     encoded payload bundle) and append the leaf hashes to the compact range read
-//     from the checkpoint. A stream whose build fails is left out of the tick (its
-//     events fail); the others go on. Crash: nothing written.
+//  2. Create the data keys the tick's streams lack for this epoch, all in one catalog
+//     write (keyring.PrepareAt; if it fails, each build creates its own). Then for
+//     each stream, on at most GOMAXPROCS builders: assign sequences cp.Size+1.., mint
+//     ids (ascending within the batch) and nonces, build leaves, encrypt payloads
+//     (straight into the encoded payload bundle) and append the leaf hashes to the
+//     compact range read from the checkpoint. A stream whose build fails is left out
+//     of the tick (its events fail); the others go on. Crash: nothing of the batches
+//     written; at most new streams' empty checkpoint rows and data keys, which the
+//     next seal uses.
 //  3. Write the tick's group payload: every stream's payload bundle end to end, each
 //     batch row naming its segment (object, offset, length), while the catalog
 //     inserts the index rows; the catalog waits for the write to be durable before it
