@@ -221,9 +221,9 @@ func (k *Keyring) NewSealer(ctx context.Context, log catalog.LogID, epoch string
 // one catalog write for all of them, where NewSealer writes one per key. The
 // sequencer calls it before a tick's builds, so a tick holding the first events of
 // many new project-streams commits their keys once instead of once each. Keys that
-// exist but are not cached are left to NewSealer, which reads them; so is any
-// problem with one key (NewSealer reports it for its own stream). An error means the
-// batch was not stored, and NewSealer creates the keys one by one as before.
+// exist but are not cached are read and cached as NewSealer would; a problem with
+// one key is left to NewSealer, which reports it for its own stream. An error means
+// the batch was not stored, and NewSealer creates the keys one by one as before.
 func (k *Keyring) PrepareAt(ctx context.Context, logs []catalog.LogID, at time.Time) error {
 	bs, ok := k.store.(BatchStore)
 	if !ok || len(logs) < 2 {
@@ -235,13 +235,9 @@ func (k *Keyring) PrepareAt(ctx context.Context, logs []catalog.LogID, at time.T
 		secrets [][]byte
 	)
 	for _, log := range logs {
-		if _, ok := k.cache.get(cacheKey{log, epoch}, now); ok {
-			continue
-		}
-		if _, err := k.store.DataKey(ctx, log, epoch); !errors.Is(err, catalog.ErrNotFound) {
-			if err != nil {
-				return fmt.Errorf("keyring: data key %s %s: %w", log, epoch, err)
-			}
+		// Cached, or stored and now cached, or a problem of its own (destroyed,
+		// unreadable) that NewSealer reports for its stream.
+		if _, err := k.key(ctx, log, epoch, false); !errors.Is(err, ErrUnknownKey) {
 			continue
 		}
 		row, secret, err := k.newKey(ctx, log, epoch)

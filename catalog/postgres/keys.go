@@ -107,15 +107,11 @@ func scanDataKey(row scanner) (catalog.DataKey, error) {
 // stored key either way: of two racing writers, both end up using the first one's key.
 // A destroyed key is returned as such (Wrapped nil), never replaced.
 func (db *DB) InsertDataKey(ctx context.Context, k catalog.DataKey) (catalog.DataKey, error) {
-	if err := catalog.ValidateDataKey(k); err != nil {
+	stored, err := db.InsertDataKeys(ctx, []catalog.DataKey{k})
+	if err != nil {
 		return k, err
 	}
-	if _, err := db.pool.Exec(ctx, `INSERT INTO data_keys(project_id, stream, epoch, key_id, kek_id, wrapped, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (project_id, stream, epoch) DO NOTHING`,
-		k.Log.ProjectID, string(k.Log.Stream), k.Epoch, k.KeyID, k.KEKID, k.Wrapped, db.stamp(k.CreatedAt)); err != nil {
-		return k, fmt.Errorf("postgres: insert data key %s %s: %w", k.Log, k.Epoch, mapErr(err))
-	}
-	return db.DataKey(ctx, k.Log, k.Epoch)
+	return stored[0], nil
 }
 
 // InsertDataKeys is InsertDataKey for several keys in one transaction: each is stored
@@ -144,7 +140,7 @@ func (db *DB) InsertDataKeys(ctx context.Context, ks []catalog.DataKey) ([]catal
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: insert %d data keys: %w", len(ks), err)
+		return nil, fmt.Errorf("postgres: insert data keys: %w", err)
 	}
 	return out, nil
 }

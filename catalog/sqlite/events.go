@@ -38,7 +38,7 @@ func scanEvent(row interface{ Scan(...any) error }) (catalog.Event, error) {
 
 // EventByID returns the index row of event id, or catalog.ErrNotFound.
 func (db *DB) EventByID(ctx context.Context, log catalog.LogID, id string) (catalog.Event, error) {
-	n, ok, err := db.logNum(ctx, log, false)
+	n, ok, err := db.logNum(ctx, log)
 	if err != nil {
 		return catalog.Event{}, err
 	}
@@ -76,7 +76,7 @@ func bothTables(where string, args []any, desc bool, limit int) (string, []any) 
 // for a whole batch's idempotency check.
 func (db *DB) EventsByID(ctx context.Context, log catalog.LogID, ids []string) (map[string]catalog.Event, error) {
 	out := make(map[string]catalog.Event)
-	n, ok, err := db.logNum(ctx, log, false)
+	n, ok, err := db.logNum(ctx, log)
 	if err != nil || !ok {
 		return out, err
 	}
@@ -136,7 +136,7 @@ func (db *DB) QueryEvents(ctx context.Context, q catalog.Query) ([]catalog.Event
 	}
 	limit := catalog.ClampLimit(q.Limit)
 	out := make([]catalog.Event, 0, min(limit, 64))
-	n, ok, err := db.logNum(ctx, q.Log, false)
+	n, ok, err := db.logNum(ctx, q.Log)
 	if err != nil || !ok {
 		return out, err
 	}

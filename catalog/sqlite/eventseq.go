@@ -13,7 +13,7 @@ import (
 // (log, event_id) index of events, whose entries hold the row's key and so its
 // sequence, never the row.
 func (db *DB) EventSequence(ctx context.Context, log catalog.LogID, id string) (uint64, error) {
-	n, ok, err := db.logNum(ctx, log, false)
+	n, ok, err := db.logNum(ctx, log)
 	if err != nil {
 		return 0, err
 	}

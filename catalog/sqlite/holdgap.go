@@ -24,7 +24,7 @@ const unheldSQL = `SELECT count(*) FROM legal_hold_events he
 // time (BEGIN IMMEDIATE), so CreateLegalHold commits either before the check, which
 // then sees the hold, or after the destroy.
 func (db *DB) DestroyUnheldDataKey(ctx context.Context, log catalog.LogID, epoch string, first, last uint64, at time.Time) (catalog.DataKey, error) {
-	n, ok, err := db.logNum(ctx, log, false)
+	n, ok, err := db.logNum(ctx, log)
 	if err != nil {
 		return catalog.DataKey{}, fmt.Errorf("sqlite: destroy data key %s %s: %w", log, epoch, err)
 	}

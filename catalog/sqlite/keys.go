@@ -105,15 +105,11 @@ func (db *DB) ReleaseLegalHold(ctx context.Context, projectID, holdID string, at
 // stored key either way: of two racing writers, both end up using the first one's key.
 // A destroyed key is returned as such (Wrapped nil), never replaced.
 func (db *DB) InsertDataKey(ctx context.Context, k catalog.DataKey) (catalog.DataKey, error) {
-	if err := catalog.ValidateDataKey(k); err != nil {
+	stored, err := db.InsertDataKeys(ctx, []catalog.DataKey{k})
+	if err != nil {
 		return k, err
 	}
-	if _, err := db.w.ExecContext(ctx, `INSERT INTO data_keys(project_id, stream, epoch, key_id, kek_id, wrapped, created_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project_id, stream, epoch) DO NOTHING`,
-		k.Log.ProjectID, string(k.Log.Stream), k.Epoch, k.KeyID, k.KEKID, k.Wrapped, ms(db.stamp(k.CreatedAt))); err != nil {
-		return k, fmt.Errorf("sqlite: insert data key %s %s: %w", k.Log, k.Epoch, mapErr(err))
-	}
-	return db.dataKey(ctx, db.w, k.Log, k.Epoch)
+	return stored[0], nil
 }
 
 // InsertDataKeys is InsertDataKey for several keys in one write transaction: each is
@@ -152,7 +148,7 @@ func (db *DB) InsertDataKeys(ctx context.Context, ks []catalog.DataKey) ([]catal
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: insert %d data keys: %w", len(ks), err)
+		return nil, fmt.Errorf("sqlite: insert data keys: %w", err)
 	}
 	return out, nil
 }

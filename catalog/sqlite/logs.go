@@ -48,23 +48,15 @@ func (ln *logNums) put(log catalog.LogID, n int64) {
 	ln.m[log] = n
 }
 
-// logNum returns the number of log, giving it one if create is set. Without create,
-// a project-stream that was never sealed has none: ok is false.
-func (db *DB) logNum(ctx context.Context, log catalog.LogID, create bool) (n int64, ok bool, err error) {
+// logNum returns the number of log; a project-stream that was never sealed has none:
+// ok is false (createStreams gives numbers).
+func (db *DB) logNum(ctx context.Context, log catalog.LogID) (n int64, ok bool, err error) {
 	if n, ok := db.nums.get(log); ok {
 		return n, true, nil
 	}
-	q := db.r
-	if create {
-		q = db.w
-		if _, err := db.w.ExecContext(ctx, `INSERT INTO logs(project_id, stream) VALUES (?, ?) ON CONFLICT DO NOTHING`,
-			log.ProjectID, string(log.Stream)); err != nil {
-			return 0, false, fmt.Errorf("sqlite: number %s: %w", log, err)
-		}
-	}
-	err = q.QueryRowContext(ctx, `SELECT id FROM logs WHERE project_id = ? AND stream = ?`,
+	err = db.r.QueryRowContext(ctx, `SELECT id FROM logs WHERE project_id = ? AND stream = ?`,
 		log.ProjectID, string(log.Stream)).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) && !create {
+	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil
 	}
 	if err != nil {

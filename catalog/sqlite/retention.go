@@ -132,7 +132,7 @@ func (db *DB) ReleaseLease(ctx context.Context, name, holder string) error {
 
 // EventSpan returns the sequences of log's events received in [from, to).
 func (db *DB) EventSpan(ctx context.Context, log catalog.LogID, from, to time.Time) (catalog.Span, error) {
-	n, ok, err := db.logNum(ctx, log, false)
+	n, ok, err := db.logNum(ctx, log)
 	if err != nil || !ok {
 		return catalog.Span{}, err
 	}
@@ -155,7 +155,7 @@ func (db *DB) EventSpan(ctx context.Context, log catalog.LogID, from, to time.Ti
 // leaves of a shredded event is its sequence, id, time, status and hashes. It returns
 // the rows changed; scrubbing again changes nothing.
 func (db *DB) ScrubEvents(ctx context.Context, log catalog.LogID, first, last uint64, keep []uint64) (int64, error) {
-	n, ok, err := db.logNum(ctx, log, false)
+	n, ok, err := db.logNum(ctx, log)
 	if err != nil || !ok || first == 0 || last < first {
 		return 0, err
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -91,7 +90,21 @@ func (db *DB) sealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.Se
 			return out, err
 		}
 	}
-	fresh, err := db.freshStreams(ctx, logs, locked)
+	// The streams this handle has sealed start from the seal cache; the others from
+	// their checkpoints, read (and, for streams never sealed, created) together.
+	cached := make(map[catalog.LogID]sealState, len(releases))
+	var uncached []catalog.LogID
+	for _, log := range logs {
+		if !locked[log] {
+			continue
+		}
+		if s, ok := db.seals.get(log); ok {
+			cached[log] = s
+		} else {
+			uncached = append(uncached, log)
+		}
+	}
+	fresh, err := db.freshStreams(ctx, uncached)
 	if err != nil {
 		return out, err
 	}
@@ -100,30 +113,26 @@ func (db *DB) sealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.Se
 			continue
 		}
 		w := sealWrite{at: i}
-		if s, ok := db.seals.get(log); ok {
+		if s, ok := cached[log]; ok {
 			w.cp = s.cp
 			db.pub.overlay(&w.cp)
 			if s.cp.Size > 0 {
 				w.lastMS = &s.lastMS
 			}
-		} else if cp, ok := fresh[log]; ok {
-			w.cp = cp
 		} else {
-			cp, err := db.Checkpoint(ctx, log)
-			if errors.Is(err, catalog.ErrNotFound) {
-				cp, err = db.createCheckpoint(ctx, log)
-			}
-			if err != nil {
-				return out, err
-			}
-			w.cp = cp
+			w.cp = fresh[log]
 		}
 		out[i] = catalog.Sealed{Locked: true, Checkpoint: w.cp}
-		// A number is read before one is given: giving one takes the writer, and the
-		// streams freshStreams created have theirs.
 		numbered := false
-		if w.n, numbered, err = db.logNum(ctx, log, false); err == nil && !numbered {
-			w.n, _, err = db.logNum(ctx, log, true)
+		if w.n, numbered, err = db.logNum(ctx, log); err == nil && !numbered {
+			// A checkpoint row without a number (a crash between the two commits
+			// of a version that made them apart): give it one.
+			if err = db.createStreams(ctx, []catalog.LogID{log}); err == nil {
+				w.n, numbered, err = db.logNum(ctx, log)
+			}
+			if err == nil && !numbered {
+				err = fmt.Errorf("sqlite: %s has no number after its creation", log)
+			}
 		}
 		if err != nil {
 			return out, err
@@ -231,29 +240,23 @@ func (db *DB) sealGroup(ctx context.Context, logs []catalog.LogID, fn catalog.Se
 	return out, nil
 }
 
-// freshStreams returns the checkpoints of the locked project-streams of logs that
-// this handle has not sealed yet (no seal cache entry), read in one query; those
-// never sealed before get their checkpoint row and number first, all in one write
-// transaction. Created one by one, each was two commits with their fsyncs on the
-// seal path: a tick holding the first events of a thousand new projects took
-// seconds, and so did every other stream's events in it.
-func (db *DB) freshStreams(ctx context.Context, logs []catalog.LogID, locked map[catalog.LogID]bool) (map[catalog.LogID]catalog.Checkpoint, error) {
-	var todo []catalog.LogID
-	for _, log := range logs {
-		if _, ok := db.seals.get(log); locked[log] && !ok {
-			todo = append(todo, log)
-		}
-	}
-	if len(todo) < 2 { // one is no better off batched: the caller's path
+// freshStreams returns the checkpoints of logs (locked project-streams this handle
+// has not sealed yet), read in one query; those never sealed before get their
+// checkpoint row and number first, all in one write transaction. Created one by one,
+// each was two commits with their fsyncs on the seal path: a tick holding the first
+// events of a thousand new projects took seconds, and so did every other stream's
+// events in it.
+func (db *DB) freshStreams(ctx context.Context, logs []catalog.LogID) (map[catalog.LogID]catalog.Checkpoint, error) {
+	if len(logs) == 0 {
 		return nil, nil
 	}
-	cps, found, err := db.checkpoints(ctx, todo)
+	cps, found, err := db.checkpoints(ctx, logs)
 	if err != nil {
 		return nil, err
 	}
 	var create []catalog.LogID
-	for i, log := range todo {
-		if _, numbered := db.nums.get(log); !found[i] || !numbered {
+	for i, log := range logs {
+		if !found[i] {
 			create = append(create, log)
 		}
 	}
@@ -261,12 +264,12 @@ func (db *DB) freshStreams(ctx context.Context, logs []catalog.LogID, locked map
 		if err := db.createStreams(ctx, create); err != nil {
 			return nil, err
 		}
-		if cps, found, err = db.checkpoints(ctx, todo); err != nil {
+		if cps, found, err = db.checkpoints(ctx, logs); err != nil {
 			return nil, err
 		}
 	}
-	out := make(map[catalog.LogID]catalog.Checkpoint, len(todo))
-	for i, log := range todo {
+	out := make(map[catalog.LogID]catalog.Checkpoint, len(logs))
+	for i, log := range logs {
 		if !found[i] {
 			return nil, fmt.Errorf("sqlite: checkpoint of %s missing after its creation", log)
 		}
@@ -305,16 +308,6 @@ func (db *DB) createStreams(ctx context.Context, logs []catalog.LogID) error {
 		return fmt.Errorf("sqlite: create %d project-streams: %w", len(logs), err)
 	}
 	return nil
-}
-
-func (db *DB) createCheckpoint(ctx context.Context, log catalog.LogID) (catalog.Checkpoint, error) {
-	now := ms(db.now())
-	_, err := db.w.ExecContext(ctx, `INSERT INTO checkpoints(project_id, stream, size, root, compact_range, published_size, created_ms, updated_ms)
-		VALUES (?, ?, 0, NULL, x'', 0, ?, ?) ON CONFLICT DO NOTHING`, log.ProjectID, string(log.Stream), now, now)
-	if err != nil {
-		return catalog.Checkpoint{}, fmt.Errorf("sqlite: create checkpoint %s: %w", log, err)
-	}
-	return db.Checkpoint(ctx, log)
 }
 
 // eventCols is the number of columns insertEvents writes per row; SQLite allows 32766
@@ -535,7 +528,7 @@ func (db *DB) BatchesCovering(ctx context.Context, log catalog.LogID, first, las
 	if first > last {
 		return nil, nil
 	}
-	n, ok, err := db.logNum(ctx, log, false)
+	n, ok, err := db.logNum(ctx, log)
 	if err != nil {
 		return nil, err
 	}

@@ -342,7 +342,7 @@ func termState(t testing.TB, db *DB) map[int64]uint64 {
 
 func mustLogNum(t testing.TB, db *DB, log catalog.LogID) int64 {
 	t.Helper()
-	n, ok, err := db.logNum(context.Background(), log, false)
+	n, ok, err := db.logNum(context.Background(), log)
 	if err != nil || !ok {
 		t.Fatalf("logNum(%s) = %d, %v, %v", log, n, ok, err)
 	}
