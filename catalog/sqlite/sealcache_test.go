@@ -79,8 +79,8 @@ func TestSealCacheDropsOnConflict(t *testing.T) {
 	}
 }
 
-// TestUpdatePlan checks that the many-row checkpoint UPDATE looks each row up by the
-// primary key rather than scanning the table once per row, and that the term
+// TestUpdatePlan checks that the many-row checkpoint UPDATE looks each row up by its
+// (project_id, stream) key rather than scanning the table once per row, and that the term
 // indexer's reads of many streams at once look their rows up by key.
 func TestUpdatePlan(t *testing.T) {
 	db := openAt(t, filepath.Join(t.TempDir(), "c.db"))
@@ -91,7 +91,7 @@ func TestUpdatePlan(t *testing.T) {
 		want  string
 		never string
 	}{
-		{updateStatement(4), db.w, make([]any, 4*updateCols), "SEARCH checkpoints USING PRIMARY KEY", "SCAN checkpoints"},
+		{updateStatement(4), db.w, make([]any, 4*updateCols), "SEARCH checkpoints USING INDEX sqlite_autoindex_checkpoints_1 (project_id=? AND stream=?)", "SCAN checkpoints"},
 		{`SELECT log, indexed_seq FROM term_state WHERE log IN (SELECT value FROM json_each(?))`, db.terms.w, []any{"[1,2]"},
 			"SEARCH term_state USING INTEGER PRIMARY KEY", "SCAN term_state"},
 		{seenQuery, db.terms.w, []any{"[1,2]"}, "SEARCH cat.events USING INTEGER PRIMARY KEY", "SCAN cat.events"},

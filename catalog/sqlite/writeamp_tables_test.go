@@ -72,12 +72,15 @@ func formatTrees(m map[string]int, per float64) string {
 // stopped, seals warm ticks of one event in each of streams project-streams (so every
 // stream has its checkpoint and rows), merges and checkpoints the WAL, then seals
 // ticks more such ticks, merges, and returns the WAL frames the ticks and the merge
-// appended, by tree, with the total.
-func manyStreamTicks(tb testing.TB, opts Options, streams, warm, ticks int) (map[string]int, int) {
+// appended, by tree, with the total. Each setup runs on the opened catalog first.
+func manyStreamTicks(tb testing.TB, opts Options, streams, warm, ticks int, setup ...func(*DB)) (map[string]int, int) {
 	tb.Helper()
 	ctx := context.Background()
 	path := filepath.Join(tb.TempDir(), "catalog.db")
 	db := openMeasured(tb, path, opts)
+	for _, f := range setup {
+		f(db)
+	}
 	logs := make([]catalog.LogID, streams)
 	for i := range logs {
 		logs[i] = catalog.LogID{ProjectID: fmt.Sprintf("prj_many%04d", i), Stream: catalog.StreamEvents}
