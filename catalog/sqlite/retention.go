@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,10 +190,56 @@ func (db *DB) ScrubEvents(ctx context.Context, log catalog.LogID, first, last ui
 	if err != nil {
 		return changed, fmt.Errorf("sqlite: scrub %s %d-%d: %w", log, first, last, err)
 	}
+	if err := db.scrubFreePages(ctx); err != nil {
+		return changed, fmt.Errorf("sqlite: scrub %s %d-%d: %w", log, first, last, err)
+	}
 	if err := db.terms.purge(ctx, n, first, last, kept); err != nil {
 		return changed, fmt.Errorf("sqlite: scrub %s %d-%d from the term index: %w", log, first, last, err)
 	}
+	// Old page images in the WALs go as a destroyed data key's do (keys.go).
+	for _, c := range []*sql.DB{db.w, db.terms.w} {
+		if _, err := c.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+			db.log.Warn("sqlite: WAL checkpoint after scrubbing events", slog.Any("err", err))
+		}
+	}
 	return changed, nil
+}
+
+// scrubFreePages overwrites every page on the catalog's free list, where the merge
+// left the recent rows' bytes (mergeStatements): in one transaction it fills a
+// scratch table with a row of zeros per free page, one row to a page (SQLite takes
+// pages from the free list before it grows the file), and drops it, which zeroes
+// them (secure_delete). It does nothing if no merge ran since its last pass.
+func (db *DB) scrubFreePages(ctx context.Context) error {
+	if db.recent.clean.Swap(true) {
+		return nil
+	}
+	err := db.writeTx(ctx, func(tx *sql.Tx) error {
+		var free, size int64
+		if err := tx.QueryRowContext(ctx, `SELECT (SELECT freelist_count FROM pragma_freelist_count), (SELECT page_size FROM pragma_page_size)`).Scan(&free, &size); err != nil {
+			return fmt.Errorf("free pages: %w", err)
+		}
+		if free == 0 {
+			return nil
+		}
+		// A row of a third of the page or more keeps two from sharing a page; one of
+		// more than the page would spill into overflow pages, which take free pages too.
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE scrub_free(b BLOB NOT NULL)`); err != nil {
+			return fmt.Errorf("overwrite %d free pages: %w", free, err)
+		}
+		if _, err := tx.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+			INSERT INTO scrub_free(b) SELECT zeroblob(?2) FROM n`, free, size*3/4); err != nil {
+			return fmt.Errorf("overwrite %d free pages: %w", free, err)
+		}
+		if _, err := tx.ExecContext(ctx, `DROP TABLE scrub_free`); err != nil {
+			return fmt.Errorf("overwrite %d free pages: %w", free, err)
+		}
+		return nil
+	})
+	if err != nil {
+		db.recent.clean.Store(false)
+	}
+	return err
 }
 
 // mapsKeys returns the keys of m within [lo, hi].

@@ -130,6 +130,8 @@ func openTerms(ctx context.Context, path, catalogPath, id string, log *slog.Logg
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "cache_size(-32768)")
 	q.Add("_pragma", "temp_store(MEMORY)")
+	// As the catalog's: the postings ScrubEvents removes leave no bytes in the file.
+	q.Add("_pragma", "secure_delete(1)")
 	// Transactions begin deferred: BEGIN IMMEDIATE would take the write lock of the
 	// attached catalog too, and the seals would wait for the indexer.
 	w := sql.OpenDB(&attachConnector{dsn: "file:" + path + "?" + q.Encode(), name: "cat", path: catalogPath})
