@@ -62,6 +62,16 @@ const (
 	termInterval = 500 * time.Millisecond
 	termMaxDelay = 2 * time.Second
 	termChunk    = 16384
+
+	// termAutocheckpoint is the term file's wal_autocheckpoint, in pages. SQLite
+	// checkpoints the WAL inside the commit that takes it past that size, on the
+	// indexer's goroutine (the term file has no checkpointer of its own). At the
+	// default 1,000 pages a busy stream's chunk (one page per id it holds) crossed it
+	// every time, and the checkpoint wrote back pages the next chunks dirtied again:
+	// each id's newest posting page takes its next chunks' postings too. Larger, a
+	// page is written back once for the several chunks that change it
+	// (BenchmarkTermCheckpoints); the WAL then grows to about 8 MiB at 1 KiB pages.
+	termAutocheckpoint = 8192
 )
 
 const termsSchema = `
@@ -132,6 +142,7 @@ func openTerms(ctx context.Context, path, catalogPath, id string, log *slog.Logg
 	q.Add("_pragma", "temp_store(MEMORY)")
 	// As the catalog's: the postings ScrubEvents removes leave no bytes in the file.
 	q.Add("_pragma", "secure_delete(1)")
+	q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(termAutocheckpoint)+")")
 	// Transactions begin deferred: BEGIN IMMEDIATE would take the write lock of the
 	// attached catalog too, and the seals would wait for the indexer.
 	w := sql.OpenDB(&attachConnector{dsn: "file:" + path + "?" + q.Encode(), name: "cat", path: catalogPath})

@@ -33,16 +33,7 @@ func BenchmarkTermWrites(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "catalog.db")
 			db := openMeasured(b, path, Options{})
 			logs := []catalog.LogID{{ProjectID: "prj_terms", Stream: catalog.StreamEvents}}
-			fn := func(_ context.Context, cps []catalog.Checkpoint) ([]*catalog.SealBatch, func() error, error) {
-				evs := catalogtest.MakeEvents("t-", cps[0].Size+1, tick)
-				for i := range evs {
-					s := evs[i].Sequence
-					evs[i].ActorID = fmt.Sprintf("usr_%04d", s*7%1000)
-					evs[i].TargetType, evs[i].TargetID = "doc", fmt.Sprintf("doc_%05d", s*13%3000)
-				}
-				return []*catalog.SealBatch{{BatchID: fmt.Sprint("b", cps[0].Size+1), Events: evs,
-					Root: catalogtest.H(fmt.Sprint(cps[0].Size)), Range: []catalog.Hash{catalogtest.H("r")}}}, nil, nil
-			}
+			fn := recurringIDs(tick)
 			index := func() (walBytes, backBytes int) {
 				for range chunk / tick {
 					if _, err := db.SealGroup(ctx, logs, fn); err != nil {
@@ -128,5 +119,80 @@ func TestTermIndexSchedule(t *testing.T) {
 	}
 	if db.terms.due(time.Now().Add(time.Hour)) {
 		t.Fatal("due after everything was indexed")
+	}
+}
+
+// BenchmarkTermCheckpoints measures what the term file writes per event, the write-back
+// of its WAL checkpoints included, while the indexer indexes chunk after chunk of one
+// busy stream (BenchmarkTermWrites's events), with SQLite checkpointing the term WAL
+// inside the commit that crosses wal_autocheckpoint pages: the default's 1,000 pages
+// against the term file's own setting (termAutocheckpoint). Reported: the process's
+// write_bytes (4 KiB page-cache pages dirtied, the load tool's measure) per event over
+// the indexing of the measured chunks and a final checkpoint, and the term WAL's
+// write-back per event.
+func BenchmarkTermCheckpoints(b *testing.B) {
+	const (
+		tick  = 256
+		warm  = 8
+		ticks = 12
+	)
+	for _, pages := range []int{1000, termAutocheckpoint} {
+		b.Run(fmt.Sprintf("autocheckpoint=%d", pages), func(b *testing.B) {
+			ctx := context.Background()
+			path := filepath.Join(b.TempDir(), "catalog.db")
+			db := openMeasured(b, path, Options{})
+			if _, err := db.terms.w.ExecContext(ctx, fmt.Sprintf(`PRAGMA wal_autocheckpoint = %d`, pages)); err != nil {
+				b.Fatal(err)
+			}
+			logs := []catalog.LogID{{ProjectID: "prj_terms", Stream: catalog.StreamEvents}}
+			fn := recurringIDs(tick)
+			// index seals chunks chunks of events, then indexes them (one transaction
+			// per termChunk events) and returns the write_bytes of the indexing alone.
+			index := func(chunks int, final bool) int64 {
+				for range chunks * termChunk / tick {
+					if _, err := db.SealGroup(ctx, logs, fn); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := db.w.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+					b.Fatal(err)
+				}
+				before := processWriteBytes(b)
+				db.terms.hold(false)
+				if err := db.terms.catchUp(); err != nil {
+					b.Fatal(err)
+				}
+				db.terms.hold(true)
+				if final {
+					if _, err := db.terms.w.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return processWriteBytes(b) - before
+			}
+			index(warm, true)
+			var written int64
+			b.ResetTimer()
+			for range b.N {
+				written += index(ticks, true)
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(written)/float64(b.N*ticks*termChunk), "terms-io-B/event")
+		})
+	}
+}
+
+// recurringIDs seals tick events in one project-stream, naming actor ids out of 1,000
+// and target ids out of 3,000 in turn.
+func recurringIDs(tick int) catalog.SealGroupFunc {
+	return func(_ context.Context, cps []catalog.Checkpoint) ([]*catalog.SealBatch, func() error, error) {
+		evs := catalogtest.MakeEvents("t-", cps[0].Size+1, tick)
+		for i := range evs {
+			s := evs[i].Sequence
+			evs[i].ActorID = fmt.Sprintf("usr_%04d", s*7%1000)
+			evs[i].TargetType, evs[i].TargetID = "doc", fmt.Sprintf("doc_%05d", s*13%3000)
+		}
+		return []*catalog.SealBatch{{BatchID: fmt.Sprint("b", cps[0].Size+1), Events: evs,
+			Root: catalogtest.H(fmt.Sprint(cps[0].Size)), Range: []catalog.Hash{catalogtest.H("r")}}}, nil, nil
 	}
 }
