@@ -222,8 +222,9 @@ func (db *DB) scrubFreePages(ctx context.Context) error {
 		if free == 0 {
 			return nil
 		}
-		// A row of a third of the page or more keeps two from sharing a page; one of
-		// more than the page would spill into overflow pages, which take free pages too.
+		// Rows of three quarters of a page: two never share a leaf page, so the rows
+		// take at least as many pages as the free list holds, and none spills into an
+		// overflow page.
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE scrub_free(b BLOB NOT NULL)`); err != nil {
 			return fmt.Errorf("overwrite %d free pages: %w", free, err)
 		}
