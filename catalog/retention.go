@@ -68,12 +68,27 @@ type RetentionCatalog interface {
 	EventSpan(ctx context.Context, log LogID, from, to time.Time) (Span, error)
 	// ScrubEvents blanks action, actor and target of the rows first..last except keep.
 	ScrubEvents(ctx context.Context, log LogID, first, last uint64, keep []uint64) (int64, error)
-	AddHeldPayload(ctx context.Context, log LogID, seq uint64) error
-	RemoveHeldPayload(ctx context.Context, log LogID, seq uint64) error
+	// ScrubEventSeqs blanks them in the rows of seqs (ascending), in one pass.
+	ScrubEventSeqs(ctx context.Context, log LogID, seqs []uint64) (int64, error)
+	// AddHeldPayloads and RemoveHeldPayloads record and forget the held copies of
+	// seqs, each in one write.
+	AddHeldPayloads(ctx context.Context, log LogID, seqs []uint64) error
+	RemoveHeldPayloads(ctx context.Context, log LogID, seqs []uint64) error
 	HeldPayloads(ctx context.Context, log LogID, first, last uint64) ([]uint64, error)
 	// DestroyUnheldDataKey is DestroyDataKey made conditional, in one transaction that
 	// legal-hold creation is serialized with: if an event of log in first..last is
 	// named by an active legal hold and has no held payload, nothing changes and the
 	// error wraps ErrConflict (the retention job copies it and tries again).
 	DestroyUnheldDataKey(ctx context.Context, log LogID, epoch string, first, last uint64, at time.Time) (DataKey, error)
+}
+
+// CheckSeqs returns an error wrapping ErrInvalid unless seqs are positive and strictly
+// ascending, as ScrubEventSeqs, AddHeldPayloads and RemoveHeldPayloads take them.
+func CheckSeqs(seqs []uint64) error {
+	for i, s := range seqs {
+		if s == 0 || i > 0 && s <= seqs[i-1] {
+			return fmt.Errorf("%w: sequence %d at %d is not above the one before it", ErrInvalid, s, i)
+		}
+	}
+	return nil
 }

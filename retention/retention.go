@@ -49,8 +49,9 @@ type Catalog interface {
 	QueryEvents(ctx context.Context, q catalog.Query) ([]catalog.Event, error)
 	EventSpan(ctx context.Context, log catalog.LogID, from, to time.Time) (catalog.Span, error)
 	ScrubEvents(ctx context.Context, log catalog.LogID, first, last uint64, keep []uint64) (int64, error)
-	AddHeldPayload(ctx context.Context, log catalog.LogID, seq uint64) error
-	RemoveHeldPayload(ctx context.Context, log catalog.LogID, seq uint64) error
+	ScrubEventSeqs(ctx context.Context, log catalog.LogID, seqs []uint64) (int64, error)
+	AddHeldPayloads(ctx context.Context, log catalog.LogID, seqs []uint64) error
+	RemoveHeldPayloads(ctx context.Context, log catalog.LogID, seqs []uint64) error
 	HeldPayloads(ctx context.Context, log catalog.LogID, first, last uint64) ([]uint64, error)
 	DestroyUnheldDataKey(ctx context.Context, log catalog.LogID, epoch string, first, last uint64, at time.Time) (catalog.DataKey, error)
 	TryLease(ctx context.Context, name, holder string, now time.Time, ttl time.Duration) (bool, error)
@@ -363,8 +364,13 @@ func (j *Job) step(n int) {
 	}
 }
 
+// heldChunk bounds the held copies one catalog write records or forgets (copyHeld,
+// expire): a hold over many events costs a write per heldChunk of them, and a crash
+// repeats at most one chunk's object writes.
+const heldChunk = 1000
+
 // copyHeld re-encrypts the payloads of seqs that have no held copy yet under the hold
-// key: the object first, then its catalog row.
+// key: the objects first, then their catalog rows, heldChunk at a time.
 func (j *Job) copyHeld(ctx context.Context, log catalog.LogID, seqs []uint64) error {
 	if len(seqs) == 0 {
 		return nil
@@ -379,13 +385,21 @@ func (j *Job) copyHeld(ctx context.Context, log catalog.LogID, seqs []uint64) er
 			todo = append(todo, s)
 		}
 	}
-	if len(todo) == 0 {
-		return nil
+	for chunk := range slices.Chunk(todo, heldChunk) {
+		if err := j.copyChunk(ctx, log, chunk); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// copyChunk is copyHeld for at most heldChunk sequences without a copy.
+func (j *Job) copyChunk(ctx context.Context, log catalog.LogID, todo []uint64) error {
 	evs, err := j.cfg.Reader.Events(ctx, log, todo)
 	if err != nil {
 		return fmt.Errorf("retention: read held events of %s: %w", log, err)
 	}
+	copied := make([]uint64, 0, len(evs))
 	for _, e := range evs {
 		if e.Nonce == nil {
 			continue // already shredded before the hold: nothing left to keep
@@ -403,9 +417,11 @@ func (j *Job) copyHeld(ctx context.Context, log catalog.LogID, seqs []uint64) er
 		if err := j.cfg.Store.Put(ctx, key, ct, tiles.PrivateAttrs); err != nil {
 			return fmt.Errorf("retention: store held copy of %s #%d: %w", log, seq, err)
 		}
-		if err := j.cfg.Catalog.AddHeldPayload(ctx, log, seq); err != nil {
-			return fmt.Errorf("retention: record held copy of %s #%d: %w", log, seq, err)
-		}
+		copied = append(copied, seq)
+	}
+	slices.Sort(copied)
+	if err := j.cfg.Catalog.AddHeldPayloads(ctx, log, copied); err != nil {
+		return fmt.Errorf("retention: record %d held copies of %s: %w", len(copied), log, err)
 	}
 	return nil
 }
@@ -432,10 +448,11 @@ func (j *Job) record(ctx context.Context, log catalog.LogID, epoch string, sp ca
 }
 
 // expire lets go the held copies of log's events that no active hold names any more
-// and whose epoch is shredded: the object is deleted first, then its row, and the
-// event's index values are scrubbed as its epoch's were. The holds are read after the
-// copies, not at the start of the pass: a hold created while an epoch was being
-// shredded has its events copied by step 5 and must keep them.
+// and whose epoch is shredded, heldChunk at a time: the objects are deleted first,
+// then the events' index values are scrubbed as their epoch's were (one catalog pass
+// for the chunk), then their rows go. The holds are read after the copies, not at the
+// start of the pass: a hold created while an epoch was being shredded has its events
+// copied by step 5 and must keep them.
 func (j *Job) expire(ctx context.Context, log catalog.LogID) error {
 	copies, err := j.cfg.Catalog.HeldPayloads(ctx, log, 1, 1<<62)
 	if err != nil {
@@ -448,22 +465,25 @@ func (j *Job) expire(ctx context.Context, log catalog.LogID) error {
 	if err != nil {
 		return err
 	}
-	for _, seq := range copies {
-		if _, still := slices.BinarySearch(held, seq); still {
-			continue
+	released := slices.DeleteFunc(copies, func(seq uint64) bool {
+		_, still := slices.BinarySearch(held, seq)
+		return still
+	})
+	for chunk := range slices.Chunk(released, heldChunk) {
+		for _, seq := range chunk {
+			key, err := sequencer.HeldKey(log, seq)
+			if err != nil {
+				return err
+			}
+			if err := j.cfg.Store.Delete(ctx, key); err != nil && !errors.Is(err, tiles.ErrNotFound) {
+				return fmt.Errorf("retention: delete held copy of %s #%d: %w", log, seq, err)
+			}
 		}
-		key, err := sequencer.HeldKey(log, seq)
-		if err != nil {
-			return err
+		if _, err := j.cfg.Catalog.ScrubEventSeqs(ctx, log, chunk); err != nil {
+			return fmt.Errorf("retention: scrub %d released events of %s: %w", len(chunk), log, err)
 		}
-		if err := j.cfg.Store.Delete(ctx, key); err != nil && !errors.Is(err, tiles.ErrNotFound) {
-			return fmt.Errorf("retention: delete held copy of %s #%d: %w", log, seq, err)
-		}
-		if _, err := j.cfg.Catalog.ScrubEvents(ctx, log, seq, seq, nil); err != nil {
-			return fmt.Errorf("retention: scrub %s #%d: %w", log, seq, err)
-		}
-		if err := j.cfg.Catalog.RemoveHeldPayload(ctx, log, seq); err != nil {
-			return fmt.Errorf("retention: forget held copy of %s #%d: %w", log, seq, err)
+		if err := j.cfg.Catalog.RemoveHeldPayloads(ctx, log, chunk); err != nil {
+			return fmt.Errorf("retention: forget %d held copies of %s: %w", len(chunk), log, err)
 		}
 	}
 	return nil

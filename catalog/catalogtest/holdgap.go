@@ -48,7 +48,7 @@ func testDestroyUnheld(t *testing.T, db catalog.RetentionCatalog) {
 	if k, err := db.DestroyUnheldDataKey(ctx, logB, "2026-01", 1, 5, Base); err != nil || !k.Destroyed() {
 		t.Fatalf("destroy in another project = %+v, %v", k, err)
 	}
-	if err := db.AddHeldPayload(ctx, logA, 3); err != nil {
+	if err := db.AddHeldPayloads(ctx, logA, []uint64{3}); err != nil {
 		t.Fatal(err)
 	}
 	if k, err := db.DestroyUnheldDataKey(ctx, logA, "2026-01", 1, 5, Base); err != nil || !k.Destroyed() || k.Wrapped != nil {

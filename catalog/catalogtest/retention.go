@@ -1,6 +1,7 @@
 package catalogtest
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -152,12 +153,24 @@ func testSpanAndScrub(t *testing.T, db catalog.RetentionCatalog) {
 	if n, err := db.ScrubEvents(ctx, logA, 10, 19, []uint64{12}); err != nil || n != 0 {
 		t.Fatalf("ScrubEvents again = %d, %v; want 0 rows", n, err)
 	}
+	// A list: a run (3-4), a lone sequence (25) and one already blank (11).
+	_, err = db.ScrubEventSeqs(ctx, logA, []uint64{5, 3})
+	wantErr(t, "ScrubEventSeqs out of order", err, catalog.ErrInvalid)
+	if n, err := db.ScrubEventSeqs(ctx, logA, []uint64{3, 4, 11, 25}); err != nil || n != 3 {
+		t.Fatalf("ScrubEventSeqs = %d, %v; want 3 rows", n, err)
+	}
+	if n, err := db.ScrubEventSeqs(ctx, logA, nil); err != nil || n != 0 {
+		t.Fatalf("ScrubEventSeqs of none = %d, %v", n, err)
+	}
+	isScrubbed := func(seq uint64) bool {
+		return seq >= 10 && seq <= 19 && seq != 12 || seq == 3 || seq == 4 || seq == 25
+	}
 	evs, err := db.QueryEvents(ctx, catalog.Query{Log: logA, Limit: 100})
 	if err != nil || len(evs) != 30 {
 		t.Fatalf("QueryEvents = %d rows, %v", len(evs), err)
 	}
 	for _, e := range evs {
-		scrubbed := e.Sequence >= 10 && e.Sequence <= 19 && e.Sequence != 12
+		scrubbed := isScrubbed(e.Sequence)
 		blank := e.Action == "" && e.ActorType == "" && e.ActorID == "" && e.TargetType == "" && e.TargetID == ""
 		if scrubbed != blank || e.ID == "" || e.Status == "" {
 			t.Fatalf("event %d after scrub: %+v", e.Sequence, e)
@@ -174,7 +187,7 @@ func testSpanAndScrub(t *testing.T, db catalog.RetentionCatalog) {
 			t.Fatal(err)
 		}
 		for _, e := range got {
-			if e.Sequence >= 10 && e.Sequence <= 19 && e.Sequence != 12 {
+			if isScrubbed(e.Sequence) {
 				t.Fatalf("query %+v finds scrubbed event %d", q, e.Sequence)
 			}
 		}
@@ -191,22 +204,29 @@ func testSpanAndScrub(t *testing.T, db catalog.RetentionCatalog) {
 
 func testHeldPayloads(t *testing.T, db catalog.RetentionCatalog) {
 	ctx := ctxT(t)
-	for _, s := range []uint64{7, 3, 7, 11} {
-		if err := db.AddHeldPayload(ctx, logA, s); err != nil {
+	for _, seqs := range [][]uint64{{3, 7}, {7, 11}} {
+		if err := db.AddHeldPayloads(ctx, logA, seqs); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := db.AddHeldPayload(ctx, logB, 5); err != nil {
+	if err := db.AddHeldPayloads(ctx, logB, []uint64{5}); err != nil {
 		t.Fatal(err)
+	}
+	for _, bad := range [][]uint64{{9, 8}, {4, 4}, {0, 1}} {
+		wantErr(t, fmt.Sprintf("AddHeldPayloads(%v)", bad), db.AddHeldPayloads(ctx, logA, bad), catalog.ErrInvalid)
+		wantErr(t, fmt.Sprintf("RemoveHeldPayloads(%v)", bad), db.RemoveHeldPayloads(ctx, logA, bad), catalog.ErrInvalid)
 	}
 	got, err := db.HeldPayloads(ctx, logA, 1, 10)
 	if err != nil || !slices.Equal(got, []uint64{3, 7}) {
 		t.Fatalf("HeldPayloads = %v, %v", got, err)
 	}
-	if err := db.RemoveHeldPayload(ctx, logA, 3); err != nil {
+	if err := db.RemoveHeldPayloads(ctx, logA, []uint64{2, 3, 11}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err = db.HeldPayloads(ctx, logA, 1, 1<<40); err != nil || !slices.Equal(got, []uint64{7, 11}) {
+	if got, err = db.HeldPayloads(ctx, logA, 1, 1<<40); err != nil || !slices.Equal(got, []uint64{7}) {
 		t.Fatalf("HeldPayloads after remove = %v, %v", got, err)
+	}
+	if got, err = db.HeldPayloads(ctx, logB, 1, 1<<40); err != nil || !slices.Equal(got, []uint64{5}) {
+		t.Fatalf("other stream's HeldPayloads = %v, %v", got, err)
 	}
 }

@@ -149,37 +149,66 @@ func (db *DB) ScrubEvents(ctx context.Context, log catalog.LogID, first, last ui
 	if first == 0 || last < first {
 		return 0, nil
 	}
-	ks := make([]int64, len(keep))
-	for i, s := range keep {
-		ks[i] = int64(s)
-	}
 	tag, err := db.pool.Exec(ctx, `UPDATE events SET action = '', actor_type = '', actor_id = '', target_type = '', target_id = ''
 		WHERE project_id = $1 AND stream = $2 AND seq >= $3 AND seq <= $4 AND NOT (seq = ANY($5))
 		AND (action <> '' OR actor_type <> '' OR actor_id <> '' OR target_type <> '' OR target_id <> '')`,
-		log.ProjectID, string(log.Stream), int64(first), int64(last), ks)
+		log.ProjectID, string(log.Stream), int64(first), int64(last), seqArray(keep))
 	if err != nil {
 		return 0, fmt.Errorf("postgres: scrub %s %d-%d: %w", log, first, last, err)
 	}
 	return tag.RowsAffected(), nil
 }
 
-// AddHeldPayload records that the payload of log's event seq has a copy under the
-// hold key (the object <project>/<stream>/held/<seq>). Recording it again is a no-op.
-func (db *DB) AddHeldPayload(ctx context.Context, log catalog.LogID, seq uint64) error {
-	if _, err := db.pool.Exec(ctx, `INSERT INTO held_payloads(project_id, stream, seq) VALUES ($1, $2, $3)
-		ON CONFLICT DO NOTHING`, log.ProjectID, string(log.Stream), int64(seq)); err != nil {
-		return fmt.Errorf("postgres: held payload %s #%d: %w", log, seq, err)
+// ScrubEventSeqs is ScrubEvents for the rows of seqs alone, in one statement.
+func (db *DB) ScrubEventSeqs(ctx context.Context, log catalog.LogID, seqs []uint64) (int64, error) {
+	if err := catalog.CheckSeqs(seqs); err != nil || len(seqs) == 0 {
+		return 0, err
+	}
+	tag, err := db.pool.Exec(ctx, `UPDATE events SET action = '', actor_type = '', actor_id = '', target_type = '', target_id = ''
+		WHERE project_id = $1 AND stream = $2 AND seq = ANY($3)
+		AND (action <> '' OR actor_type <> '' OR actor_id <> '' OR target_type <> '' OR target_id <> '')`,
+		log.ProjectID, string(log.Stream), seqArray(seqs))
+	if err != nil {
+		return 0, fmt.Errorf("postgres: scrub %s (%d sequences): %w", log, len(seqs), err)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// AddHeldPayloads records that the payloads of log's events seqs have a copy under
+// the hold key (the objects <project>/<stream>/held/<seq>), in one statement.
+// Recording one again is a no-op.
+func (db *DB) AddHeldPayloads(ctx context.Context, log catalog.LogID, seqs []uint64) error {
+	if err := catalog.CheckSeqs(seqs); err != nil || len(seqs) == 0 {
+		return err
+	}
+	if _, err := db.pool.Exec(ctx, `INSERT INTO held_payloads(project_id, stream, seq) SELECT $1, $2, s FROM unnest($3::bigint[]) AS s
+		ON CONFLICT DO NOTHING`, log.ProjectID, string(log.Stream), seqArray(seqs)); err != nil {
+		return fmt.Errorf("postgres: held payloads %s (%d): %w", log, len(seqs), err)
 	}
 	return nil
 }
 
-// RemoveHeldPayload forgets the hold-key copy of log's event seq.
-func (db *DB) RemoveHeldPayload(ctx context.Context, log catalog.LogID, seq uint64) error {
-	if _, err := db.pool.Exec(ctx, `DELETE FROM held_payloads WHERE project_id = $1 AND stream = $2 AND seq = $3`,
-		log.ProjectID, string(log.Stream), int64(seq)); err != nil {
-		return fmt.Errorf("postgres: held payload %s #%d: %w", log, seq, err)
+// RemoveHeldPayloads forgets the hold-key copies of log's events seqs, in one
+// statement.
+func (db *DB) RemoveHeldPayloads(ctx context.Context, log catalog.LogID, seqs []uint64) error {
+	if err := catalog.CheckSeqs(seqs); err != nil || len(seqs) == 0 {
+		return err
+	}
+	if _, err := db.pool.Exec(ctx, `DELETE FROM held_payloads WHERE project_id = $1 AND stream = $2 AND seq = ANY($3)`,
+		log.ProjectID, string(log.Stream), seqArray(seqs)); err != nil {
+		return fmt.Errorf("postgres: held payloads %s (%d): %w", log, len(seqs), err)
 	}
 	return nil
+}
+
+// seqArray is seqs as a bigint[] parameter; callers check them with
+// catalog.CheckSeqs.
+func seqArray(seqs []uint64) []int64 {
+	out := make([]int64, len(seqs))
+	for i, s := range seqs {
+		out[i] = int64(s)
+	}
+	return out
 }
 
 // HeldPayloads returns the sequences in [first, last] of log whose payload has a copy

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -156,45 +157,84 @@ func (db *DB) EventSpan(ctx context.Context, log catalog.LogID, from, to time.Ti
 // leaves of a shredded event is its sequence, id, time, status and hashes. It returns
 // the rows changed; scrubbing again changes nothing.
 func (db *DB) ScrubEvents(ctx context.Context, log catalog.LogID, first, last uint64, keep []uint64) (int64, error) {
-	n, ok, err := db.logNum(ctx, log)
-	if err != nil || !ok || first == 0 || last < first {
-		return 0, err
-	}
-	// The rows to scrub are committed: after a merge they are all in events (recent.go).
-	if err := db.mergeRecent(ctx); err != nil {
-		return 0, fmt.Errorf("sqlite: scrub %s %d-%d: %w", log, first, last, err)
+	if first == 0 || last < first {
+		return 0, nil
 	}
 	kept := make(map[uint64]bool, len(keep))
 	for _, s := range keep {
 		kept[s] = true
 	}
+	// Runs of sequences between the kept ones.
+	var runs []seqRun
+	from := first
+	for _, to := range append(slices.Sorted(mapsKeys(kept, first, last)), last+1) {
+		if from < to {
+			runs = append(runs, seqRun{from, to - 1})
+		}
+		from = to + 1
+	}
+	return db.scrub(ctx, log, runs, fmt.Sprintf("%d-%d", first, last))
+}
+
+// ScrubEventSeqs is ScrubEvents for the rows of seqs alone (ascending), in one pass
+// whatever their number: the retention job lets go of a released hold's copies with
+// it.
+func (db *DB) ScrubEventSeqs(ctx context.Context, log catalog.LogID, seqs []uint64) (int64, error) {
+	if err := catalog.CheckSeqs(seqs); err != nil {
+		return 0, fmt.Errorf("sqlite: scrub %s: %w", log, err)
+	}
+	var runs []seqRun
+	for _, s := range seqs {
+		if n := len(runs); n > 0 && s == runs[n-1].last+1 {
+			runs[n-1].last = s
+		} else {
+			runs = append(runs, seqRun{s, s})
+		}
+	}
+	return db.scrub(ctx, log, runs, fmt.Sprintf("%d sequences", len(seqs)))
+}
+
+// seqRun is the sequences first..last.
+type seqRun struct{ first, last uint64 }
+
+// scrub blanks the index values of the rows in runs (ascending, disjoint) and removes
+// them from the term index; what names them in errors.
+func (db *DB) scrub(ctx context.Context, log catalog.LogID, runs []seqRun, what string) (int64, error) {
+	n, ok, err := db.logNum(ctx, log)
+	if err != nil || !ok || len(runs) == 0 {
+		return 0, err
+	}
+	// The rows to scrub are committed: after a merge they are all in events (recent.go).
+	if err := db.mergeRecent(ctx); err != nil {
+		return 0, fmt.Errorf("sqlite: scrub %s %s: %w", log, what, err)
+	}
 	var changed int64
 	err = db.writeTx(ctx, func(tx *sql.Tx) error {
-		// Runs of sequences between the kept ones, each one UPDATE over a key range.
-		from := first
-		for _, to := range append(slices.Sorted(mapsKeys(kept, first, last)), last+1) {
-			if from < to {
-				res, err := tx.ExecContext(ctx, `UPDATE events SET action = '', actor_type = '', actor_id = '',
-					target_type = '', target_id = '' WHERE k >= ? AND k <= ? AND (action <> '' OR actor_id <> '' OR
-					actor_type <> '' OR target_type <> '' OR target_id <> '')`, key(n, from), key(n, to-1))
-				if err != nil {
-					return err
-				}
-				m, _ := res.RowsAffected()
-				changed += m
+		stmt, err := tx.PrepareContext(ctx, `UPDATE events SET action = '', actor_type = '', actor_id = '',
+			target_type = '', target_id = '' WHERE k >= ? AND k <= ? AND (action <> '' OR actor_id <> '' OR
+			actor_type <> '' OR target_type <> '' OR target_id <> '')`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, r := range runs {
+			res, err := stmt.ExecContext(ctx, key(n, r.first), key(n, r.last))
+			if err != nil {
+				return err
 			}
-			from = to + 1
+			m, _ := res.RowsAffected()
+			changed += m
 		}
 		return nil
 	})
 	if err != nil {
-		return changed, fmt.Errorf("sqlite: scrub %s %d-%d: %w", log, first, last, err)
+		return changed, fmt.Errorf("sqlite: scrub %s %s: %w", log, what, err)
 	}
 	if err := db.scrubFreePages(ctx); err != nil {
-		return changed, fmt.Errorf("sqlite: scrub %s %d-%d: %w", log, first, last, err)
+		return changed, fmt.Errorf("sqlite: scrub %s %s: %w", log, what, err)
 	}
-	if err := db.terms.purge(ctx, n, first, last, kept); err != nil {
-		return changed, fmt.Errorf("sqlite: scrub %s %d-%d from the term index: %w", log, first, last, err)
+	if err := db.terms.purge(ctx, n, runs); err != nil {
+		return changed, fmt.Errorf("sqlite: scrub %s %s from the term index: %w", log, what, err)
 	}
 	// Old page images in the WALs go as a destroyed data key's do (keys.go).
 	for _, c := range []*sql.DB{db.w, db.terms.w} {
@@ -254,12 +294,15 @@ func mapsKeys(m map[uint64]bool, lo, hi uint64) func(func(uint64) bool) {
 	}
 }
 
-// purge removes the sequences first..last of log number n, except those in keep, from
-// every posting, after indexing whatever is committed (so the indexer cannot add them
-// back from ids it kept in memory). A posting's sequences lie in one chunk of at most
+// purge removes the sequences of runs (ascending, disjoint) of log number n from every
+// posting, after indexing whatever is committed (so the indexer cannot add them back
+// from ids it kept in memory). A posting's sequences lie in one chunk of at most
 // termChunk events, so only postings whose last sequence is in [first, last+termChunk]
-// can hold one.
-func (ti *termIndex) purge(ctx context.Context, n int64, first, last uint64, keep map[uint64]bool) error {
+// of the runs' span can hold one.
+func (ti *termIndex) purge(ctx context.Context, n int64, runs []seqRun) error {
+	if len(runs) == 0 {
+		return nil
+	}
 	if err := ti.catchUp(); err != nil {
 		return fmt.Errorf("catch up: %w", err)
 	}
@@ -274,6 +317,11 @@ func (ti *termIndex) purge(ctx context.Context, n int64, first, last uint64, kee
 		last  int64
 		kept  []uint64
 	}
+	first, last := runs[0].first, runs[len(runs)-1].last
+	scrubbed := func(s uint64) bool {
+		i, _ := slices.BinarySearchFunc(runs, s, func(r seqRun, s uint64) int { return cmp.Compare(r.last, s) })
+		return i < len(runs) && runs[i].first <= s
+	}
 	var ps []posting
 	err = eachRow(ctx, tx, `SELECT kind, value, last, seqs FROM term_postings WHERE log = ? AND last >= ? AND last <= ?`,
 		[]any{n, int64(first), int64(last + termChunk)}, func(r *sql.Rows) error {
@@ -287,7 +335,7 @@ func (ti *termIndex) purge(ctx context.Context, n int64, first, last uint64, kee
 				return err
 			}
 			for _, s := range seqs {
-				if s < first || s > last || keep[s] {
+				if !scrubbed(s) {
 					p.kept = append(p.kept, s)
 				}
 			}
@@ -319,21 +367,42 @@ func (ti *termIndex) purge(ctx context.Context, n int64, first, last uint64, kee
 	return tx.Commit()
 }
 
-// AddHeldPayload records that the payload of log's event seq has a copy under the
-// hold key (the object <project>/<stream>/held/<seq>). Recording it again is a no-op.
-func (db *DB) AddHeldPayload(ctx context.Context, log catalog.LogID, seq uint64) error {
-	if _, err := db.w.ExecContext(ctx, `INSERT INTO held_payloads(project_id, stream, seq) VALUES (?, ?, ?)
-		ON CONFLICT DO NOTHING`, log.ProjectID, string(log.Stream), int64(seq)); err != nil {
-		return fmt.Errorf("sqlite: held payload %s #%d: %w", log, seq, err)
-	}
-	return nil
+// AddHeldPayloads records that the payloads of log's events seqs have a copy under
+// the hold key (the objects <project>/<stream>/held/<seq>), in one transaction.
+// Recording one again is a no-op.
+func (db *DB) AddHeldPayloads(ctx context.Context, log catalog.LogID, seqs []uint64) error {
+	return db.heldRows(ctx, log, seqs, `INSERT INTO held_payloads(project_id, stream, seq) VALUES (?, ?, ?) ON CONFLICT DO NOTHING`)
 }
 
-// RemoveHeldPayload forgets the hold-key copy of log's event seq.
-func (db *DB) RemoveHeldPayload(ctx context.Context, log catalog.LogID, seq uint64) error {
-	if _, err := db.w.ExecContext(ctx, `DELETE FROM held_payloads WHERE project_id = ? AND stream = ? AND seq = ?`,
-		log.ProjectID, string(log.Stream), int64(seq)); err != nil {
-		return fmt.Errorf("sqlite: held payload %s #%d: %w", log, seq, err)
+// RemoveHeldPayloads forgets the hold-key copies of log's events seqs, in one
+// transaction.
+func (db *DB) RemoveHeldPayloads(ctx context.Context, log catalog.LogID, seqs []uint64) error {
+	return db.heldRows(ctx, log, seqs, `DELETE FROM held_payloads WHERE project_id = ? AND stream = ? AND seq = ?`)
+}
+
+// heldRows runs query for each of seqs in one transaction.
+func (db *DB) heldRows(ctx context.Context, log catalog.LogID, seqs []uint64, query string) error {
+	if err := catalog.CheckSeqs(seqs); err != nil {
+		return fmt.Errorf("sqlite: held payloads %s: %w", log, err)
+	}
+	if len(seqs) == 0 {
+		return nil
+	}
+	err := db.writeTx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, query)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, seq := range seqs {
+			if _, err := stmt.ExecContext(ctx, log.ProjectID, string(log.Stream), int64(seq)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlite: held payloads %s (%d): %w", log, len(seqs), err)
 	}
 	return nil
 }
