@@ -36,7 +36,7 @@ func proofCases(ctx context.Context, o options, t *table, self, work string) err
 	if err != nil {
 		return fmt.Errorf("trivial handler: %w", err)
 	}
-	t.run(ctx, o, "trivial handler", fmt.Sprintf("GET, c=%d", o.proofConc), tp, "",
+	t.run(ctx, o, 1, "trivial handler", fmt.Sprintf("GET, c=%d", o.proofConc), tp, "",
 		loadtest.Load{URL: "http://" + tp.addr + "/proof", Get: leafIndex, C: o.proofConc, Count: 1 << 30})
 	tp.stop()
 
@@ -67,10 +67,10 @@ func proofCases(ctx context.Context, o options, t *table, self, work string) err
 	fmt.Fprintf(os.Stderr, "  filled %d events of %d bytes in %s\n", o.proofs, proofFillSize, time.Since(start).Round(time.Second))
 	name := fmt.Sprintf("inclusion proof, %d leaves", o.proofs)
 	proofURL := base + "/api/v1/proof/inclusion"
-	t.run(ctx, o, "Sealtrail embedded", fmt.Sprintf("%s, by eventId, c=%d", name, o.proofConc), p, "",
+	t.run(ctx, o, 1, "Sealtrail embedded", fmt.Sprintf("%s, by eventId, c=%d", name, o.proofConc), p, "",
 		loadtest.Load{URL: proofURL, Tokens: []string{key.Secret}, C: o.proofConc, Count: 1 << 30,
 			Get: func(i int) string { return "?eventId=" + url.QueryEscape(ids[i*7%len(ids)]) }})
-	t.run(ctx, o, "Sealtrail embedded", fmt.Sprintf("%s, by leafIndex, c=%d", name, o.proofConc), p, "",
+	t.run(ctx, o, 1, "Sealtrail embedded", fmt.Sprintf("%s, by leafIndex, c=%d", name, o.proofConc), p, "",
 		loadtest.Load{URL: proofURL, Tokens: []string{key.Secret}, C: o.proofConc, Count: 1 << 30, Get: leafIndex})
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,6 +42,7 @@ type options struct {
 	profile    string         // directory for a CPU profile of each Sealtrail case
 	proofs     int            // leaves of the inclusion-proof cases (proofs.go); 0 skips them
 	proofConc  int            // concurrency of the inclusion-proof cases
+	rounds     int            // times every case runs, interleaved (see runAll)
 }
 
 func runAll(args []string) error {
@@ -59,6 +61,7 @@ func runAll(args []string) error {
 	fs.StringVar(&o.profile, "profile", "", "a directory: write a CPU profile of sealtraild over each Sealtrail case's measured window into it")
 	fs.IntVar(&o.proofs, "proofs", 0, "also measure GET /proof/inclusion on a log of this many leaves (filled first, not measured); 0 skips it")
 	fs.IntVar(&o.proofConc, "proofs-c", 64, "concurrency of the inclusion-proof cases")
+	fs.IntVar(&o.rounds, "rounds", 1, "rounds: every case runs this many times, interleaved with the others, and the ratios are their medians")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -73,6 +76,9 @@ func runAll(args []string) error {
 			return fmt.Errorf("-c: %q is not a concurrency", s)
 		}
 		o.conc = append(o.conc, n)
+	}
+	if o.rounds < 1 || o.rounds > 20 {
+		return fmt.Errorf("-rounds: %d is not between 1 and 20", o.rounds)
 	}
 	if o.pg != "" {
 		u, err := url.Parse(o.pg)
@@ -102,7 +108,14 @@ func runAll(args []string) error {
 	t.header(o)
 	ctx := context.Background()
 	single := loadtest.Events(o.size) // built once, shared by every case
-	// The ceiling and Tessera, on the same 1 KB bodies.
+	// Every server runs for the whole run: the ceiling and Tessera on the same 1 KB
+	// bodies, Sealtrail on the embedded default and on PostgreSQL.
+	var servers []*server
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
 	for _, peer := range []struct {
 		name string
 		args []string
@@ -111,20 +124,32 @@ func runAll(args []string) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", peer.name, err)
 		}
-		for _, c := range o.conc {
-			t.run(ctx, o, peer.name, fmt.Sprintf("single, 1 stream, c=%d", c), p, "",
-				loadtest.Load{URL: "http://" + p.addr + "/add", Body: single, C: c, Count: 1 << 30})
-		}
-		p.stop()
+		servers = append(servers, &server{name: peer.name, p: p, stop: p.stop, url: "http://" + p.addr + "/add"})
 	}
-	// Sealtrail on the embedded default, then on PostgreSQL.
 	backends := []struct{ name, dsn string }{{"Sealtrail embedded", ""}}
 	if o.pg != "" {
 		backends = append(backends, struct{ name, dsn string }{"Sealtrail PostgreSQL", o.pg})
 	}
 	for _, b := range backends {
-		if err := sealtrailCases(ctx, o, t, work, b.name, b.dsn, single); err != nil {
+		s, err := startSealtrailServer(ctx, o, work, b.name, b.dsn)
+		if err != nil {
 			return fmt.Errorf("%s: %w", b.name, err)
+		}
+		servers = append(servers, s)
+	}
+	for round := 1; round <= o.rounds; round++ {
+		for _, c := range casesOf(o, servers, single) {
+			// Each case runs on every server in turn, in reverse order every other
+			// round, so that a machine that slows down or speeds up over the run
+			// does not favour the servers measured first.
+			order := c.runs
+			if round%2 == 0 {
+				order = slices.Clone(order)
+				slices.Reverse(order)
+			}
+			for _, r := range order {
+				t.run(ctx, o, round, r.s.name, r.name, r.s.p, r.s.dsn, r.load)
+			}
 		}
 	}
 	if o.proofs > 0 {
@@ -132,54 +157,111 @@ func runAll(args []string) error {
 			return fmt.Errorf("inclusion proofs: %w", err)
 		}
 	}
-	t.ratios()
+	t.ratios(os.Stdout, o.rounds)
 	return nil
 }
 
-// sealtrailCases starts sealtraild on a fresh data dir (and database), creates the
-// projects, and runs the Sealtrail cases.
-func sealtrailCases(ctx context.Context, o options, t *table, work, name, adminDSN string, single func(int) ([]byte, int)) error {
+// server is one server of the run.
+type server struct {
+	name string
+	p    *proc
+	stop func()
+	dsn  string // Sealtrail on PostgreSQL: its database
+
+	url       string   // single-event POSTs of the peers
+	base      string   // Sealtrail: the service's base URL
+	one, many []string // Sealtrail: the key of one project, and one key of each of many
+}
+
+// startSealtrailServer starts sealtraild on a fresh data dir (and database, if
+// adminDSN is set) and creates the projects of its cases.
+func startSealtrailServer(ctx context.Context, o options, work, name, adminDSN string) (*server, error) {
 	data, err := os.MkdirTemp(work, "data-")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	dsn := ""
+	s := &server{name: name}
 	var extra []string
+	drop := func() {}
 	if adminDSN != "" {
-		var drop func()
-		if dsn, drop, err = freshDatabase(ctx, adminDSN); err != nil {
-			return err
+		if s.dsn, drop, err = freshDatabase(ctx, adminDSN); err != nil {
+			return nil, err
 		}
-		defer drop()
-		extra = append(extra, "SEALTRAIL_CATALOG="+dsn)
+		extra = append(extra, "SEALTRAIL_CATALOG="+s.dsn)
 	}
-	p, err := startSealtrail(o, work, data, extra)
+	if s.p, err = startSealtrail(o, work, data, extra); err != nil {
+		drop()
+		return nil, err
+	}
+	s.stop = func() {
+		s.p.stop()
+		drop()
+	}
+	s.base = "http://" + s.p.addr
+	if s.one, err = createKeys(s.base, s.p.token, 1); err == nil {
+		s.many, err = createKeys(s.base, s.p.token, o.projects)
+	}
 	if err != nil {
-		return err
+		s.stop()
+		return nil, err
 	}
-	defer p.stop()
-	base := "http://" + p.addr
-	one, err := createKeys(base, p.token, 1)
-	if err != nil {
-		return err
-	}
-	many, err := createKeys(base, p.token, o.projects)
-	if err != nil {
-		return err
-	}
+	return s, nil
+}
+
+// testCase is one case of a round and the load each server takes in it.
+type testCase struct {
+	name string
+	runs []serverLoad
+}
+
+type serverLoad struct {
+	s    *server
+	name string // the case's name for this server (the peers have one stream)
+	load loadtest.Load
+}
+
+// casesOf lists the cases of a round, in order: single events at each concurrency
+// (every server), then on many projects, then batches on one and on many projects
+// (Sealtrail only).
+func casesOf(o options, servers []*server, single func(int) ([]byte, int)) []testCase {
 	batch := loadtest.Batches(o.batch, o.size)
-	for _, c := range o.conc {
-		t.run(ctx, o, name, fmt.Sprintf("single, 1 project, c=%d", c), p, dsn,
-			loadtest.Load{URL: base + "/api/v1/log", Tokens: one, Body: single, C: c, Count: 1 << 30})
+	var cases []testCase
+	add := func(name string, load func(*server) (loadtest.Load, bool)) {
+		c := testCase{name: name}
+		for _, s := range servers {
+			if l, ok := load(s); ok {
+				n := name
+				if s.base == "" {
+					n = strings.Replace(name, "1 project", "1 stream", 1)
+				}
+				c.runs = append(c.runs, serverLoad{s, n, l})
+			}
+		}
+		cases = append(cases, c)
 	}
+	for _, c := range o.conc {
+		add(fmt.Sprintf("single, 1 project, c=%d", c), func(s *server) (loadtest.Load, bool) {
+			if s.base == "" {
+				return loadtest.Load{URL: s.url, Body: single, C: c, Count: 1 << 30}, true
+			}
+			return loadtest.Load{URL: s.base + "/api/v1/log", Tokens: s.one, Body: single, C: c, Count: 1 << 30}, true
+		})
+	}
+	sealtrail := func(path string, keys func(*server) []string, body func(int) ([]byte, int), c int) func(*server) (loadtest.Load, bool) {
+		return func(s *server) (loadtest.Load, bool) {
+			if s.base == "" {
+				return loadtest.Load{}, false
+			}
+			return loadtest.Load{URL: s.base + path, Tokens: keys(s), Body: body, C: c, Count: 1 << 30}, true
+		}
+	}
+	one := func(s *server) []string { return s.one }
+	many := func(s *server) []string { return s.many }
 	cmax := o.conc[len(o.conc)-1]
-	t.run(ctx, o, name, fmt.Sprintf("single, %d projects, c=%d", o.projects, cmax), p, dsn,
-		loadtest.Load{URL: base + "/api/v1/log", Tokens: many, Body: single, C: cmax, Count: 1 << 30})
-	t.run(ctx, o, name, fmt.Sprintf("batch of %d, 1 project, c=4", o.batch), p, dsn,
-		loadtest.Load{URL: base + "/api/v1/log/batch", Tokens: one, Body: batch, C: 4, Count: 1 << 30})
-	t.run(ctx, o, name, fmt.Sprintf("batch of %d, %d projects, c=4", o.batch, o.projects), p, dsn,
-		loadtest.Load{URL: base + "/api/v1/log/batch", Tokens: many, Body: batch, C: 4, Count: 1 << 30})
-	return nil
+	add(fmt.Sprintf("single, %d projects, c=%d", o.projects, cmax), sealtrail("/api/v1/log", many, single, cmax))
+	add(fmt.Sprintf("batch of %d, 1 project, c=4", o.batch), sealtrail("/api/v1/log/batch", one, batch, 4))
+	add(fmt.Sprintf("batch of %d, %d projects, c=4", o.batch, o.projects), sealtrail("/api/v1/log/batch", many, batch, 4))
+	return cases
 }
 
 // startSealtrail starts sealtraild on data, with no rate limit, o's batch size, its

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 // row is one measured case.
 type row struct {
+	round        int
 	system, name string
 	res          loadtest.Result
 	usage        loadtest.Usage
@@ -24,13 +26,24 @@ type row struct {
 }
 
 // table prints the rows as a Markdown table as they are measured.
-type table struct{ rows []row }
+type table struct {
+	rows   []row
+	rounds bool // the rows have a round column
+}
 
 func (t *table) header(o options) {
-	fmt.Printf("sealtrail-load: %s measured per case after %s warm-up, %d-byte events, closed loop, loopback\n\n",
-		o.duration, o.warmup, o.size)
-	fmt.Println("| system | case | req/s | events/s | p50 ms | p99 ms | server CPU µs/req | CPU µs/event | bytes written/event | drained / unfinished / errors |")
-	fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Printf("sealtrail-load: %s measured per case after %s warm-up, %d-byte events, closed loop, loopback", o.duration, o.warmup, o.size)
+	if o.rounds > 1 {
+		fmt.Printf("; %d rounds, each case on every server in turn (reversed every other round)", o.rounds)
+	}
+	fmt.Print("\n\n")
+	t.rounds = o.rounds > 1
+	head, rule := "| system | case |", "|---|---|"
+	if t.rounds {
+		head, rule = "| round "+head, "|---:"+rule
+	}
+	fmt.Println(head + " req/s | events/s | p50 ms | p99 ms | server CPU µs/req | CPU µs/event | bytes written/event | drained / unfinished / errors |")
+	fmt.Println(rule + "---:|---:|---:|---:|---:|---:|---:|---:|")
 }
 
 // single reports whether l sends one event per request.
@@ -41,7 +54,7 @@ func single(l loadtest.Load) bool {
 
 // run warms up, then measures one case against p (and PostgreSQL's WAL when dsn is
 // set), and prints its row.
-func (t *table) run(ctx context.Context, o options, system, name string, p *proc, dsn string, l loadtest.Load) {
+func (t *table) run(ctx context.Context, o options, round int, system, name string, p *proc, dsn string, l loadtest.Load) {
 	if o.only != nil && !o.only.MatchString(system+", "+name) {
 		return
 	}
@@ -102,7 +115,7 @@ func (t *table) run(ctx context.Context, o options, system, name string, p *proc
 		}
 	}
 	u1, err1 := loadtest.ReadUsage(pid)
-	r := row{system: system, name: name, res: res, usage: u1.Sub(u0)}
+	r := row{round: round, system: system, name: name, res: res, usage: u1.Sub(u0)}
 	if dsn != "" {
 		if wal1, err := loadtest.WALPosition(ctx, dsn); err == nil {
 			r.wal = wal1 - wal0
@@ -132,6 +145,9 @@ func (t *table) run(ctx context.Context, o options, system, name string, p *proc
 	if res.Unfinished*100 >= reqs+res.Unfinished && res.Unfinished > 0 {
 		p99 = fmt.Sprintf("> %.0f", ms(l.Duration+l.Drain))
 	}
+	if t.rounds {
+		fmt.Printf("| %d ", round)
+	}
 	fmt.Printf("| %s | %s | %.0f | %.0f | %.1f | %s | %s | %s | %s | %d / %d / %d |\n", system, name, res.ReqPerSec(), res.EventsPerSec(),
 		ms(res.P50), p99, per(r.usage.CPUMicros, reqs), per(r.usage.CPUMicros, evs), bytesPer, res.Drained, res.Unfinished, res.Errors)
 	if res.FirstError != "" {
@@ -142,63 +158,105 @@ func (t *table) run(ctx context.Context, o options, system, name string, p *proc
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // ratios prints Sealtrail's single-event rates against Tessera and the ceiling at each
-// concurrency, and PostgreSQL against the embedded default.
-func (t *table) ratios() {
-	find := func(system, name string) *row {
+// concurrency, PostgreSQL against the embedded default, and the many-tenant case
+// against one project: each from the rows of one round, and with several rounds
+// their median and every round's value.
+func (t *table) ratios(w io.Writer, rounds int) {
+	find := func(round int, system, name string) *row {
 		for i := range t.rows {
-			if t.rows[i].system == system && t.rows[i].name == name {
-				return &t.rows[i]
+			if r := &t.rows[i]; r.round == round && r.system == system && r.name == name && r.res.Requests > 0 {
+				return r
 			}
 		}
 		return nil
 	}
-	fmt.Println()
+	var rs ratioSet
 	for _, r := range t.rows {
-		if r.system != "Sealtrail embedded" && r.system != "Sealtrail PostgreSQL" {
+		if r.res.Requests == 0 {
 			continue
 		}
-		var c int
-		if _, err := fmt.Sscanf(r.name, "single, 1 project, c=%d", &c); err != nil {
-			continue
+		var n, c, leaves int
+		var by string
+		scan := func(format string, args ...any) bool {
+			_, err := fmt.Sscanf(r.name, format, args...)
+			return err == nil
 		}
-		peer := fmt.Sprintf("single, 1 stream, c=%d", c)
-		line := fmt.Sprintf("%s, one project, c=%d:", r.system, c)
-		if tr := find("trivial handler", peer); tr != nil && tr.res.Requests > 0 {
-			line += fmt.Sprintf(" %.2f× the trivial handler's rate (p99 %.1f× its p99);", r.res.ReqPerSec()/tr.res.ReqPerSec(),
-				float64(r.res.P99)/float64(max(tr.res.P99, 1)))
-		}
-		if ts := find("Tessera POSIX", peer); ts != nil && ts.res.Requests > 0 {
-			line += fmt.Sprintf(" %.2f× Tessera's;", r.res.ReqPerSec()/ts.res.ReqPerSec())
-		}
-		if r.system == "Sealtrail PostgreSQL" {
-			if e := find("Sealtrail embedded", r.name); e != nil && e.res.Requests > 0 {
-				line += fmt.Sprintf(" %.0f%% of the embedded rate;", 100*r.res.ReqPerSec()/e.res.ReqPerSec())
+		switch {
+		case scan("single, 1 project, c=%d", &c) && strings.HasPrefix(r.system, "Sealtrail"):
+			peer := fmt.Sprintf("single, 1 stream, c=%d", c)
+			at := fmt.Sprintf("%s, one project, c=%d: ", r.system, c)
+			if tr := find(r.round, "trivial handler", peer); tr != nil {
+				rs.add(at+"rate, × the trivial handler's", "%.2f×", r.res.ReqPerSec()/tr.res.ReqPerSec())
+				rs.add(at+"p99, × the trivial handler's", "%.1f×", float64(r.res.P99)/float64(max(tr.res.P99, 1)))
+			}
+			if ts := find(r.round, "Tessera POSIX", peer); ts != nil {
+				rs.add(at+"rate, × Tessera's", "%.2f×", r.res.ReqPerSec()/ts.res.ReqPerSec())
+			}
+			if e := find(r.round, "Sealtrail embedded", r.name); e != nil && r.system == "Sealtrail PostgreSQL" {
+				rs.add(at+"rate, % of the embedded default's", "%.0f%%", 100*r.res.ReqPerSec()/e.res.ReqPerSec())
+			}
+		case scan("single, %d projects, c=%d", &n, &c):
+			if one := find(r.round, r.system, fmt.Sprintf("single, 1 project, c=%d", c)); one != nil {
+				at := fmt.Sprintf("%s, %d projects, c=%d: ", r.system, n, c)
+				rs.add(at+"rate, % of one project's", "%.0f%%", 100*r.res.ReqPerSec()/one.res.ReqPerSec())
+				rs.add(at+"p99, × one project's", "%.1f×", float64(r.res.P99)/float64(max(one.res.P99, 1)))
+			}
+		case scan("inclusion proof, %d leaves, by %s c=%d", &leaves, &by, &c) && r.system == "Sealtrail embedded":
+			if tr := find(r.round, "trivial handler", fmt.Sprintf("GET, c=%d", c)); tr != nil {
+				at := fmt.Sprintf("%s, %s: ", r.system, r.name)
+				rs.add(at+"proofs/s", "%.0f", r.res.ReqPerSec())
+				rs.add(at+"rate, × the trivial handler's GET rate", "%.2f×", r.res.ReqPerSec()/tr.res.ReqPerSec())
+				rs.add(at+"p99, × the trivial handler's GET p99", "%.1f×", float64(r.res.P99)/float64(max(tr.res.P99, 1)))
 			}
 		}
-		fmt.Println(line)
 	}
-	// The many-tenant case against one project at the same concurrency.
-	for _, r := range t.rows {
-		var n, c int
-		if _, err := fmt.Sscanf(r.name, "single, %d projects, c=%d", &n, &c); err != nil || r.res.Requests == 0 {
+	fmt.Fprintln(w)
+	rs.print(w, rounds)
+}
+
+// ratioSet collects named ratios, one value per round, in the order first added.
+type ratioSet struct {
+	names   []string
+	formats map[string]string
+	values  map[string][]float64
+}
+
+func (s *ratioSet) add(name, format string, v float64) {
+	if s.values == nil {
+		s.formats, s.values = map[string]string{}, map[string][]float64{}
+	}
+	if _, ok := s.values[name]; !ok {
+		s.names = append(s.names, name)
+		s.formats[name] = format
+	}
+	s.values[name] = append(s.values[name], v)
+}
+
+// print writes one line per ratio: its value, or with several rounds the median of
+// its values and the values in round order.
+func (s *ratioSet) print(w io.Writer, rounds int) {
+	for _, name := range s.names {
+		f, vs := s.formats[name], s.values[name]
+		if rounds == 1 || len(vs) == 1 {
+			fmt.Fprintf(w, "%s "+f+"\n", name, vs[0])
 			continue
 		}
-		if one := find(r.system, fmt.Sprintf("single, 1 project, c=%d", c)); one != nil && one.res.Requests > 0 {
-			fmt.Printf("%s, %d projects, c=%d: %.0f%% of the one-project rate, p99 %.1f× its p99;\n", r.system, n, c,
-				100*r.res.ReqPerSec()/one.res.ReqPerSec(), float64(r.res.P99)/float64(max(one.res.P99, 1)))
+		each := make([]string, len(vs))
+		for i, v := range vs {
+			each[i] = fmt.Sprintf(f, v)
 		}
+		fmt.Fprintf(w, "%s median "+f+" of %d rounds (%s)\n", name, median(vs), len(vs), strings.Join(each, ", "))
 	}
-	for _, r := range t.rows {
-		var leaves, c int
-		var by string
-		if _, err := fmt.Sscanf(r.name, "inclusion proof, %d leaves, by %s c=%d", &leaves, &by, &c); err != nil || r.system != "Sealtrail embedded" {
-			continue
-		}
-		if tr := find("trivial handler", fmt.Sprintf("GET, c=%d", c)); tr != nil && tr.res.Requests > 0 {
-			fmt.Printf("%s, %s: %.0f proofs/s, %.2f× the trivial handler's GET rate (p99 %.1f× its p99)\n", r.system, r.name,
-				r.res.ReqPerSec(), r.res.ReqPerSec()/tr.res.ReqPerSec(), float64(r.res.P99)/float64(max(tr.res.P99, 1)))
-		}
+}
+
+// median returns the median of vs (the mean of the middle two of an even count).
+func median(vs []float64) float64 {
+	s := slices.Sorted(slices.Values(vs))
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
 	}
+	return (s[n/2-1] + s[n/2]) / 2
 }
 
 // fetchProfile writes sealtraild's CPU profile over the next d to file.
