@@ -97,12 +97,16 @@ func (t *table) run(ctx context.Context, o options, round int, system, name stri
 	if l.Drain <= 0 {
 		l.Drain = 30 * time.Second
 	}
+	prof := fileName(system + " " + name)
+	if t.rounds {
+		prof += fmt.Sprintf("_round%d", round)
+	}
 	var profiled chan struct{}
 	if o.profile != "" && p.token != "" {
 		profiled = make(chan struct{})
 		go func() {
 			defer close(profiled)
-			if err := fetchProfile(p, o.duration, filepath.Join(o.profile, fileName(system+" "+name)+".pprof")); err != nil {
+			if err := fetchProfile(p, o.duration, filepath.Join(o.profile, prof+".pprof")); err != nil {
 				fmt.Fprintf(os.Stderr, "  %s %s: profile: %v\n", system, name, err)
 			}
 		}()
@@ -110,11 +114,24 @@ func (t *table) run(ctx context.Context, o options, round int, system, name stri
 	res, err := l.Run(ctx)
 	if profiled != nil {
 		<-profiled
-		if err := fetchTo(p, "/metrics", filepath.Join(o.profile, fileName(system+" "+name)+".metrics")); err != nil {
+		if err := fetchTo(p, "/metrics", filepath.Join(o.profile, prof+".metrics")); err != nil {
 			fmt.Fprintf(os.Stderr, "  %s %s: metrics: %v\n", system, name, err)
 		}
 	}
+	var settled time.Duration
+	if p.token != "" {
+		// The case pays for the work it deferred (merges, the term index, WAL
+		// checkpoints, publication), and the next one starts on an idle server.
+		t0 := time.Now()
+		if err := settle(ctx, p, settleLimit); err != nil {
+			fmt.Fprintf(os.Stderr, "  %s %s: %v\n", system, name, err)
+		}
+		settled = time.Since(t0)
+	}
 	u1, err1 := loadtest.ReadUsage(pid)
+	if settled > 2*time.Second {
+		fmt.Fprintf(os.Stderr, "  %s %s: the server went idle %.1f s after the run\n", system, name, settled.Seconds())
+	}
 	r := row{round: round, system: system, name: name, res: res, usage: u1.Sub(u0)}
 	if dsn != "" {
 		if wal1, err := loadtest.WALPosition(ctx, dsn); err == nil {
@@ -308,6 +325,45 @@ func get(p *proc, path string) (*http.Response, error) {
 		return nil, fmt.Errorf("GET %s: %s", path, resp.Status)
 	}
 	return resp, nil
+}
+
+// settleLimit bounds how long a case waits for the server to go idle after its run.
+const settleLimit = 2 * time.Minute
+
+// idleCPU is the CPU share of one core below which a server counts as idle.
+const idleCPU = 0.03
+
+// settle waits, at most limit, until sealtraild has nothing waiting for publication
+// and used less than idleCPU of a core over half a second.
+func settle(ctx context.Context, p *proc, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	if err := waitPublished(ctx, p, limit); err != nil {
+		return err
+	}
+	const step = 500 * time.Millisecond
+	pid := p.cmd.Process.Pid
+	prev, err := loadtest.ReadUsage(pid)
+	if err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(step):
+		}
+		u, err := loadtest.ReadUsage(pid)
+		if err != nil {
+			return err
+		}
+		if float64(u.CPUMicros-prev.CPUMicros) < idleCPU*float64(step.Microseconds()) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("still busy (%.0f%% of a core) %v after the run", 100*float64(u.CPUMicros-prev.CPUMicros)/float64(step.Microseconds()), limit)
+		}
+		prev = u
+	}
 }
 
 // waitPublished waits, at most limit, until sealtraild has no project-stream
