@@ -13,7 +13,6 @@ import (
 	"github.com/sealtrail/sealtrail/catalog/postgres"
 	"github.com/sealtrail/sealtrail/internal/testenv"
 	"github.com/sealtrail/sealtrail/sequencer"
-	"github.com/sealtrail/sealtrail/tlog"
 )
 
 // countingCatalog counts the catalog calls of a retention pass, by method.
@@ -216,7 +215,7 @@ func BenchmarkHoldRelease(b *testing.B) {
 				for first := 0; first < holdEvents; first += 1000 {
 					es := make([]sequencer.Entry, 1000)
 					for i := range es {
-						es[i] = benchEntry(b, first+i)
+						es[i] = entry(b, first+i)
 					}
 					res, errs := st.seq.SubmitMany(ctx, log, es)
 					for i, err := range errs {
@@ -266,14 +265,4 @@ func BenchmarkHoldRelease(b *testing.B) {
 			}
 		})
 	}
-}
-
-// benchEntry is an unsigned event naming actor and target i.
-func benchEntry(b *testing.B, i int) sequencer.Entry {
-	payload, err := tlog.Canonicalize(fmt.Appendf(nil, `{"action":"doc.read","actor":{"id":"user-%d","type":"user"},"target":{"id":"doc-%d","type":"doc"}}`, i, i))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return sequencer.Entry{Payload: payload, Index: sequencer.Index{Action: "doc.read", Status: "success", ActorType: "user",
-		ActorID: fmt.Sprintf("user-%d", i), TargetType: "doc", TargetID: fmt.Sprintf("doc-%d", i)}}
 }

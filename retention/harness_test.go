@@ -95,17 +95,23 @@ func newStackWith(t testing.TB, cat catalog.RetentionCatalog, store tiles.Store,
 	return st
 }
 
+// entry is an unsigned event naming actor user-n and target doc-n.
+func entry(tb testing.TB, n int) sequencer.Entry {
+	tb.Helper()
+	payload := fmt.Sprintf(`{"action":"doc.read","actor":{"id":"user-%d","type":"user"},"metadata":{"n":%d},"target":{"id":"doc-%d","type":"doc"}}`, n, n, n)
+	canon, err := tlog.Canonicalize([]byte(payload))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sequencer.Entry{Payload: canon, Index: sequencer.Index{Action: "doc.read", Status: "success", ActorType: "user",
+		ActorID: fmt.Sprintf("user-%d", n), TargetType: "doc", TargetID: fmt.Sprintf("doc-%d", n)}}
+}
+
 // submit seals one event of project p, signed with priv (and key id kid) when priv
 // is not nil.
 func (st *stack) submit(t *testing.T, p string, n int, priv ed25519.PrivateKey, kid string) sequencer.Result {
 	t.Helper()
-	payload := fmt.Sprintf(`{"action":"doc.read","actor":{"id":"user-%d","type":"user"},"metadata":{"n":%d},"target":{"id":"doc-%d","type":"doc"}}`, n, n, n)
-	canon, err := tlog.Canonicalize([]byte(payload))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := sequencer.Entry{Payload: canon, Index: sequencer.Index{Action: "doc.read", Status: "success", ActorType: "user",
-		ActorID: fmt.Sprintf("user-%d", n), TargetType: "doc", TargetID: fmt.Sprintf("doc-%d", n)}}
+	e := entry(t, n)
 	if priv != nil {
 		nonce, err := tlog.NewNonce()
 		if err != nil {
@@ -116,7 +122,7 @@ func (st *stack) submit(t *testing.T, p string, n int, priv ed25519.PrivateKey, 
 			t.Fatal(err)
 		}
 		e.ID, e.Nonce, e.SigningKeyID = id, &nonce, kid
-		e.Signature = tlog.SignEvent(priv, id, tlog.Commitment(nonce, canon))
+		e.Signature = tlog.SignEvent(priv, id, tlog.Commitment(nonce, e.Payload))
 	}
 	res, err := st.seq.Submit(context.Background(), catalog.LogID{ProjectID: p, Stream: catalog.StreamEvents}, e)
 	if err != nil {

@@ -160,14 +160,14 @@ func (db *DB) ScrubEvents(ctx context.Context, log catalog.LogID, first, last ui
 	if first == 0 || last < first {
 		return 0, nil
 	}
-	kept := make(map[uint64]bool, len(keep))
-	for _, s := range keep {
-		kept[s] = true
-	}
-	// Runs of sequences between the kept ones.
+	// Runs of sequences between the kept ones (keep may be unsorted, repeat, or
+	// name sequences outside first..last).
 	var runs []seqRun
 	from := first
-	for _, to := range append(slices.Sorted(mapsKeys(kept, first, last)), last+1) {
+	for _, to := range append(slices.Sorted(slices.Values(keep)), last+1) {
+		if to < from || to > last+1 {
+			continue
+		}
 		if from < to {
 			runs = append(runs, seqRun{from, to - 1})
 		}
@@ -281,17 +281,6 @@ func (db *DB) scrubFreePages(ctx context.Context) error {
 		db.recent.clean.Store(false)
 	}
 	return err
-}
-
-// mapsKeys returns the keys of m within [lo, hi].
-func mapsKeys(m map[uint64]bool, lo, hi uint64) func(func(uint64) bool) {
-	return func(yield func(uint64) bool) {
-		for k := range m {
-			if k >= lo && k <= hi && !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // purge removes the sequences of runs (ascending, disjoint) of log number n from every
