@@ -196,6 +196,12 @@ func testSpanAndScrub(t *testing.T, db catalog.RetentionCatalog) {
 	if err != nil || !slices.ContainsFunc(got, func(e catalog.Event) bool { return e.Sequence == 12 }) {
 		t.Fatalf("kept event 12 not found by its actor: %+v, %v", got, err)
 	}
+	// A scrubbed event keeps its status, and a status filter still finds it: the odd
+	// sequences of 1..30, scrubbed or not.
+	failed, err := db.QueryEvents(ctx, catalog.Query{Log: logA, Status: "failed", Limit: 100})
+	if err != nil || len(failed) != 15 || !slices.ContainsFunc(failed, func(e catalog.Event) bool { return e.Sequence == 11 }) {
+		t.Fatalf("status failed after scrub: %d rows, %v; want 15 with scrubbed 11", len(failed), err)
+	}
 	other, err := db.QueryEvents(ctx, catalog.Query{Log: logB, ActorID: "u1", Limit: 100})
 	if err != nil || len(other) != 6 {
 		t.Fatalf("other project-stream's actor u1: %d rows, %v", len(other), err)

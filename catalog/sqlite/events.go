@@ -118,7 +118,7 @@ func (db *DB) EventsByID(ctx context.Context, log catalog.LogID, ids []string) (
 	return out, nil
 }
 
-// term is an actor or target id a query looks up in the term index.
+// term is an actor or target id, action or status a query looks up in the term index.
 type term struct {
 	kind  int
 	value string
@@ -126,10 +126,12 @@ type term struct {
 
 // QueryEvents returns one page of index rows matching q, ordered by sequence.
 //
-// Every filter is a condition on the events row. A query with an actor, target or
-// entity filter also walks the term index for it (terms.go): up to the indexed
-// sequence through the index, and the events after it, which the indexer has not
-// reached, by scanning their key range; the two parts are merged by sequence.
+// Every filter is a condition on the events row. A query with an actor, target,
+// entity, action or status filter also walks the term index for one of them
+// (terms.go; an id before an action, an action before a status, as ids are the most
+// selective and statuses the least): up to the indexed sequence through the index,
+// and the events after it, which the indexer has not reached, by scanning their key
+// range; the two parts are merged by sequence.
 func (db *DB) QueryEvents(ctx context.Context, q catalog.Query) ([]catalog.Event, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err
@@ -202,6 +204,13 @@ func (db *DB) QueryEvents(ctx context.Context, q catalog.Query) ([]catalog.Event
 			terms = byEntity
 		}
 	}
+	switch {
+	case terms != nil:
+	case q.Action != "":
+		terms = []term{{termAction, q.Action}}
+	case q.Status != "":
+		terms = []term{{termStatus, q.Status}}
+	}
 	filter := ""
 	if len(where) > 0 {
 		filter = " AND " + strings.Join(where, " AND ")
@@ -223,14 +232,10 @@ func (db *DB) QueryEvents(ctx context.Context, q catalog.Query) ([]catalog.Event
 	}
 	collect := func(e catalog.Event) { out = append(out, e) }
 	if len(terms) == 0 {
-		// Without an action or status filter, the page is a walk of the rowid range
-		// that stops after limit rows; an equality on log would lead SQLite to an
-		// index and a sort of the whole log instead. With one, log leads that
-		// filter's index.
+		// The page is a walk of the rowid range that stops after limit rows; an
+		// equality on log would lead SQLite to an index and a sort of the whole log
+		// instead.
 		stmt, a := bothTables(`e.k > ? AND e.k < ?`+filter, append([]any{lo, hi}, args...), q.Descending, limit)
-		if q.Action != "" || q.Status != "" {
-			stmt, a = bothTables(`e.log = ? AND e.k > ? AND e.k < ?`+filter, append([]any{n, lo, hi}, args...), q.Descending, limit)
-		}
 		if err := db.queryEvents(ctx, tx, stmt, a, collect); err != nil {
 			return nil, fmt.Errorf("sqlite: query events of %s: %w", q.Log, err)
 		}

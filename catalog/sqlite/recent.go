@@ -14,18 +14,18 @@ import (
 )
 
 // Log-structured tick rows (migrations/0015). A tick of many project-streams seals a
-// few events in each, and their rows went straight into events (and its indexes
-// events_id, events_action, events_status) and batches, where each stream's rows sit
-// on leaf pages of their own: a tick of 1,000 streams dirtied about four 1 KiB pages
-// per event, each logged to the WAL and written back by the checkpoint
-// (BenchmarkManyStreamTicks). A small batch's rows now go to events_recent and
-// batches_recent, whose rowids rise in commit order, so a tick's rows fill a few
-// consecutive pages there; the merger moves them into events and batches in one
-// transaction, in key order, when recentMergeRows rows have gathered, the oldest is
+// few events in each, and their rows went straight into events (and its indexes:
+// events_id, and before migrations/0017 events_action and events_status) and batches,
+// where each stream's rows sit on leaf pages of their own: a tick of 1,000 streams
+// dirtied about four 1 KiB pages per event, each logged to the WAL and written back by
+// the checkpoint (BenchmarkManyStreamTicks). A small batch's rows now go to
+// events_recent and batches_recent, whose rowids rise in commit order, so a tick's rows
+// fill a few consecutive pages there; the merger moves them into events and batches in
+// one transaction, in key order, when recentMergeRows rows have gathered, the oldest is
 // recentMergeAge old or no seal came for recentQuiet, so each stream's pages are
 // touched once per merge instead of once per tick. A batch of at least directRows
-// events fills pages of its own and is written to events and batches directly, and
-// so is every batch of a tick of at most directStreams project-streams: such a tick
+// events fills pages of its own and is written to events and batches directly, and so
+// is every batch of a tick of at most directStreams project-streams: such a tick
 // dirties a few pages of each tree wherever its rows go, and one busy stream's small
 // ticks would otherwise pay for merges (and their pauses) that save it nothing.
 //

@@ -284,8 +284,9 @@ func (db *DB) scrubFreePages(ctx context.Context) error {
 }
 
 // purge removes the sequences of runs (ascending, disjoint) of log number n from every
-// posting, after indexing whatever is committed (so the indexer cannot add them back
-// from ids it kept in memory). A posting's sequences lie in one chunk of at most
+// posting of the terms ScrubEvents blanks (all but statuses, which it keeps), after
+// indexing whatever is committed (so the indexer cannot add them back from terms it
+// kept in memory). A posting's sequences lie in one chunk of at most
 // termChunk events, so only postings whose last sequence is in [first, last+termChunk]
 // of the runs' span can hold one.
 func (ti *termIndex) purge(ctx context.Context, n int64, runs []seqRun) error {
@@ -312,8 +313,8 @@ func (ti *termIndex) purge(ctx context.Context, n int64, runs []seqRun) error {
 		return i < len(runs) && runs[i].first <= s
 	}
 	var ps []posting
-	err = eachRow(ctx, tx, `SELECT kind, value, last, seqs FROM term_postings WHERE log = ? AND last >= ? AND last <= ?`,
-		[]any{n, int64(first), int64(last + termChunk)}, func(r *sql.Rows) error {
+	err = eachRow(ctx, tx, `SELECT kind, value, last, seqs FROM term_postings WHERE log = ? AND kind <> ? AND last >= ? AND last <= ?`,
+		[]any{n, termStatus, int64(first), int64(last + termChunk)}, func(r *sql.Rows) error {
 			var p posting
 			var list string
 			if err := r.Scan(&p.kind, &p.value, &p.last, &list); err != nil {

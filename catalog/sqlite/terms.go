@@ -19,36 +19,45 @@ import (
 	"github.com/sealtrail/sealtrail/catalog"
 )
 
-// The term index maps each actor id and target id to the sequences of its events. It
-// is the one index a seal does not write: actor and target ids are spread across the
-// whole key space, so inserting a batch's entries dirtied about one page of each index
-// per event, and SQLite writes whole pages to its WAL. Instead a background indexer
-// indexes committed events in chunks, on its own connection to its own file,
-// "<catalog>-terms", so it never holds the catalog's write lock.
+// The term index maps each actor id, target id, action and status to the sequences
+// of its events. It is the one index a seal does not write: actor and target ids are
+// spread across the whole key space, so inserting a batch's entries dirtied about one
+// page of each index per event, and SQLite writes whole pages to its WAL; actions and
+// statuses are few, but each project-stream's entries for one of them are a run of
+// their own in the middle of an index, so a merge of many streams' rows (recent.go)
+// dirtied a leaf, its siblings and parent of the events_action and events_status
+// indexes per stream and value, more as the catalog grew (migrations/0017). Instead a
+// background indexer indexes committed events in chunks, on its own connection to
+// its own file, "<catalog>-terms", so it never holds the catalog's write lock.
 //
 // The index is a set of postings: for each chunk of a project-stream's events the
-// indexer groups them by id and writes one row per (kind, id), holding every sequence
-// of that id in the chunk. An id that recurs (a user, a service account) costs one row
-// per chunk, not one per event: a B-tree insert per event was most of the indexer's
-// cost. A chunk covers a range of sequences that no other chunk covers, so the
-// postings of one id never overlap and their order by last sequence is their order.
+// indexer groups them by value and writes one row per (kind, value), holding every
+// sequence of that value in the chunk. A value that recurs (a user, a service
+// account, an action) costs one row per chunk, not one per event: a B-tree insert per
+// event was most of the indexer's cost. A chunk covers a range of sequences that no
+// other chunk covers, so the postings of one value never overlap and their order by
+// last sequence is their order.
 //
 // It is derived data: every sequence in it is copied from an events row. Per
 // project-stream, term_state.indexed_seq says up to which sequence the index is
 // complete; it commits in the same transaction as the postings. A query drives its
-// actor or target filter through the postings up to that sequence and scans the few
-// events after it (QueryEvents), so a lagging indexer makes queries slower, never
-// wrong. The file is written with synchronous=NORMAL: a power loss can lose its last
-// commits, watermark and postings together, and the indexer redoes them. A term file
-// left by another catalog (term_meta.catalog_id), in another format, or ahead of this
-// catalog (restored from an older backup) is emptied at open and rebuilt.
+// actor, target, action or status filter through the postings up to that sequence
+// and scans the few events after it (QueryEvents), so a lagging indexer makes
+// queries slower, never wrong. The file is written with synchronous=NORMAL: a power
+// loss can lose its last commits, watermark and postings together, and the indexer
+// redoes them. A term file left by another catalog (term_meta.catalog_id), in
+// another format, or ahead of this catalog (restored from an older backup) is
+// emptied at open and rebuilt.
 const (
 	termActor  = 1 // term_postings.kind of an actor id
 	termTarget = 2 // term_postings.kind of a target id
+	termAction = 3 // term_postings.kind of an action
+	termStatus = 4 // term_postings.kind of a status
 
 	// termsFormat is term_meta.format; another value empties the file at open.
-	// Format 1 kept one event_terms row per event and id.
-	termsFormat = "2"
+	// Format 1 kept one event_terms row per event and id; format 2 had no actions
+	// and statuses, which the catalog's own indexes held.
+	termsFormat = "3"
 
 	// termInterval is how often the indexer looks for new events; termChunk bounds
 	// the events one of its transactions indexes. It indexes them once no seal came
@@ -85,19 +94,20 @@ CREATE TABLE IF NOT EXISTS term_state (
 );
 CREATE TABLE IF NOT EXISTS term_postings (
   log   INTEGER NOT NULL,
-  kind  INTEGER NOT NULL, -- 1 actor id, 2 target id
-  value TEXT NOT NULL,    -- the id
+  kind  INTEGER NOT NULL, -- 1 actor id, 2 target id, 3 action, 4 status
+  value TEXT NOT NULL,    -- the id, action or status
   last  INTEGER NOT NULL, -- the highest sequence in seqs
   seqs  TEXT NOT NULL,    -- the sequences of one chunk's events with this id, in decimal, comma-separated
   PRIMARY KEY (log, kind, value, last)
 ) WITHOUT ROWID;`
 
-// postingInserts write the postings of one chunk, actor ids then target ids: each
-// groups the events with keys in (?1, ?2] of log ?3 (in events or events_recent,
-// recent.go) by id, their sequences counted
-// from ?4 (the sequence of key ?1). One statement per kind: with UNION ALL over both,
-// SQLite materialized the union before grouping it.
-var postingInserts = [...]string{postingInsert(termActor, "actor_id"), postingInsert(termTarget, "target_id")}
+// postingInserts write the postings of one chunk, one statement per kind: each groups
+// the events with keys in (?1, ?2] of log ?3 (in events or events_recent, recent.go)
+// by the kind's column, their sequences counted from ?4 (the sequence of key ?1). One
+// statement per kind: with UNION ALL over all, SQLite materialized the union before
+// grouping it.
+var postingInserts = [...]string{postingInsert(termActor, "actor_id"), postingInsert(termTarget, "target_id"),
+	postingInsert(termAction, "action"), postingInsert(termStatus, "status")}
 
 func postingInsert(kind int, col string) string {
 	return fmt.Sprintf(`INSERT INTO term_postings(log, kind, value, last, seqs)
@@ -452,7 +462,7 @@ func (ti *termIndex) indexAll(ctx context.Context, work []termWork) error {
 	return nil
 }
 
-// logPosting is a posting of log number n of kind termActor or termTarget.
+// logPosting is a posting of log number n of one of the kinds (termActor, ...).
 type logPosting struct {
 	n    int64
 	kind int

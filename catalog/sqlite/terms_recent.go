@@ -8,27 +8,39 @@ import (
 	"github.com/sealtrail/sealtrail/catalog"
 )
 
-// A seal hands the ids of the events it committed to the indexer (sealed), which keeps
-// them per project-stream until it has indexed them. A chunk whose ids are all still
-// in memory is grouped in Go and its postings inserted as rows: reading the chunk's
-// events back from the catalog and grouping them in SQL was most of the indexer's
-// cost. A chunk that is not all in memory (events committed before this handle
-// opened, or more than recentMax behind) is read from the catalog as before. Both
-// ways write the same rows; TestRecentPostingsMatchCatalog checks it.
+// A seal hands the terms of the events it committed (actor and target ids, actions,
+// statuses) to the indexer (sealed), which keeps them per project-stream until it has
+// indexed them. A chunk whose terms are all still in memory is grouped in Go and its
+// postings inserted as rows: reading the chunk's events back from the catalog and
+// grouping them in SQL was most of the indexer's cost. A chunk that is not all in
+// memory (events committed before this handle opened, or more than recentMax behind)
+// is read from the catalog as before. Both ways write the same rows;
+// TestRecentPostingsMatchCatalog checks it.
 
-// recentMax bounds the events whose ids the indexer keeps per project-stream; past it
-// the kept ids are dropped and the indexer reads the catalog.
+// recentMax bounds the events whose terms the indexer keeps per project-stream; past
+// it the kept terms are dropped and the indexer reads the catalog.
 const recentMax = 4 * termChunk
 
-// recent are the actor and target ids of the committed events first, first+1, ...
-// of one project-stream.
-type recent struct {
-	first   uint64
-	actors  []string
-	targets []string
+// termKinds lists the kinds of terms, in the order of their numbers (termActor, ...).
+var termKinds = [...]int{termActor, termTarget, termAction, termStatus}
+
+// termSet holds the terms of one event, or of a run of events, by kind: element k-1
+// is of kind k.
+type termSet[T any] [len(termKinds)]T
+
+// eventTerms returns the terms of e.
+func eventTerms(e *catalog.Event) termSet[string] {
+	return termSet[string]{e.ActorID, e.TargetID, e.Action, e.Status}
 }
 
-func (r *recent) end() uint64 { return r.first + uint64(len(r.actors)) } // the sequence after the last
+// recent are the terms of the committed events first, first+1, ... of one
+// project-stream.
+type recent struct {
+	first uint64
+	terms termSet[[]string]
+}
+
+func (r *recent) end() uint64 { return r.first + uint64(len(r.terms[0])) } // the sequence after the last
 
 // keep appends the ids of events (committed, in sequence order) to the ids kept for
 // log number n. Called with ti.mu held.
@@ -37,7 +49,7 @@ func (ti *termIndex) keep(n int64, events []catalog.Event) {
 		return
 	}
 	r := ti.recent[n]
-	if r == nil || r.end() != events[0].Sequence || len(r.actors)+len(events) > recentMax {
+	if r == nil || r.end() != events[0].Sequence || len(r.terms[0])+len(events) > recentMax {
 		if events[0].Sequence <= ti.indexed[n] || len(events) > recentMax {
 			delete(ti.recent, n)
 			return
@@ -46,22 +58,26 @@ func (ti *termIndex) keep(n int64, events []catalog.Event) {
 		ti.recent[n] = r
 	}
 	for i := range events {
-		r.actors = append(r.actors, events[i].ActorID)
-		r.targets = append(r.targets, events[i].TargetID)
+		for k, t := range eventTerms(&events[i]) {
+			r.terms[k] = append(r.terms[k], t)
+		}
 	}
 }
 
-// kept returns the ids of log number n's events from..to (inclusive) if they are all
-// kept. The slices are read-only views: keep only appends, forget makes new ones.
-func (ti *termIndex) kept(n int64, from, to uint64) (actors, targets []string, ok bool) {
+// kept returns the terms of log number n's events from..to (inclusive) if they are
+// all kept. The slices are read-only views: keep only appends, forget makes new ones.
+func (ti *termIndex) kept(n int64, from, to uint64) (out termSet[[]string], ok bool) {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
 	r := ti.recent[n]
 	if r == nil || from < r.first || to >= r.end() || from > to {
-		return nil, nil, false
+		return out, false
 	}
 	lo, hi := from-r.first, to-r.first+1
-	return r.actors[lo:hi:hi], r.targets[lo:hi:hi], true
+	for k, ts := range r.terms {
+		out[k] = ts[lo:hi:hi]
+	}
+	return out, true
 }
 
 // forget drops the kept ids of log number n's events up to sequence to, once indexed.
@@ -75,9 +91,10 @@ func (ti *termIndex) forget(n int64, to uint64) {
 		delete(ti.recent, n)
 		return
 	}
-	k := to + 1 - r.first
-	r.actors = slices.Clone(r.actors[k:])
-	r.targets = slices.Clone(r.targets[k:])
+	i := to + 1 - r.first
+	for k, ts := range r.terms {
+		r.terms[k] = slices.Clone(ts[i:])
+	}
 	r.first = to + 1
 }
 
@@ -88,10 +105,10 @@ type posting struct {
 	seqs  []byte
 }
 
-// group returns the postings of ids, the ids of the events first, first+1, ... : one
-// per distinct non-empty id, its sequences ascending, in order of id (the order of
-// the primary key, so that inserting them walks the B-tree once rather than jumping
-// about it).
+// group returns the postings of ids, the terms of one kind of the events first,
+// first+1, ... : one per distinct non-empty term, its sequences ascending, in order of
+// term (the order of the primary key, so that inserting them walks the B-tree once
+// rather than jumping about it).
 func group(first uint64, ids []string) []posting {
 	at := make(map[string]int)
 	var out []posting
@@ -116,19 +133,16 @@ func group(first uint64, ids []string) []posting {
 }
 
 // keptPostings returns the postings of log number n's events from..to from the kept
-// ids, and false if they are not all kept.
+// terms, and false if they are not all kept.
 func (ti *termIndex) keptPostings(n int64, from, to uint64) ([]logPosting, bool) {
-	actors, targets, ok := ti.kept(n, from, to)
+	kept, ok := ti.kept(n, from, to)
 	if !ok {
 		return nil, false
 	}
 	var out []logPosting
-	for _, k := range []struct {
-		kind int
-		ids  []string
-	}{{termActor, actors}, {termTarget, targets}} {
-		for _, p := range group(from, k.ids) {
-			out = append(out, logPosting{n: n, kind: k.kind, posting: p})
+	for k, ids := range kept {
+		for _, p := range group(from, ids) {
+			out = append(out, logPosting{n: n, kind: termKinds[k], posting: p})
 		}
 	}
 	return out, true

@@ -77,7 +77,7 @@ func TestRecentPostingsMatchCatalog(t *testing.T) {
 	}
 	sealBatches(t, db, termLogA, evs, sizes...)
 	n := mustLogNum(t, db, termLogA)
-	if _, _, ok := db.terms.kept(n, 1, uint64(len(evs))); !ok {
+	if _, ok := db.terms.kept(n, 1, uint64(len(evs))); !ok {
 		t.Fatal("the seals' ids are not kept for the indexer")
 	}
 	var chunks []uint64
@@ -105,7 +105,7 @@ func TestRecentPostingsMatchCatalog(t *testing.T) {
 	db.terms.mu.Lock()
 	clear(db.terms.indexed)
 	db.terms.mu.Unlock()
-	if _, _, ok := db.terms.kept(n, 1, 1); ok {
+	if _, ok := db.terms.kept(n, 1, 1); ok {
 		t.Fatal("ids kept after they were indexed")
 	}
 	indexAll()
@@ -121,7 +121,8 @@ func TestRecentPostingsMatchCatalog(t *testing.T) {
 func TestRecentKeepsOnlyContiguousIDs(t *testing.T) {
 	ti := &termIndex{indexed: map[int64]uint64{}, recent: map[int64]*recent{}}
 	ev := func(seq uint64) catalog.Event {
-		return catalog.Event{Sequence: seq, ActorID: fmt.Sprint("a", seq), TargetID: fmt.Sprint("t", seq)}
+		return catalog.Event{Sequence: seq, ActorID: fmt.Sprint("a", seq), TargetID: fmt.Sprint("t", seq),
+			Action: fmt.Sprint("act", seq%3), Status: [...]string{"success", "failed"}[seq%2]}
 	}
 	evs := func(from, to uint64) []catalog.Event {
 		var out []catalog.Event
@@ -132,26 +133,28 @@ func TestRecentKeepsOnlyContiguousIDs(t *testing.T) {
 	}
 	ti.keep(1, evs(1, 10))
 	ti.keep(1, evs(11, 20))
-	a, tg, ok := ti.kept(1, 5, 20)
-	if !ok || len(a) != 16 || a[0] != "a5" || tg[15] != "t20" {
-		t.Fatalf("kept(5, 20) = %v, %v, %v", a, tg, ok)
+	got, ok := ti.kept(1, 5, 20)
+	for k, want := range [][2]string{{"a5", "a20"}, {"t5", "t20"}, {"act2", "act2"}, {"failed", "success"}} {
+		if !ok || len(got[k]) != 16 || got[k][0] != want[0] || got[k][15] != want[1] {
+			t.Fatalf("kept(5, 20) = %v, %v; want kind %d from %s to %s", got, ok, termKinds[k], want[0], want[1])
+		}
 	}
-	if _, _, ok := ti.kept(1, 5, 21); ok {
+	if _, ok := ti.kept(1, 5, 21); ok {
 		t.Fatal("kept past the last event")
 	}
 	ti.forget(1, 12)
-	if _, _, ok := ti.kept(1, 12, 13); ok {
+	if _, ok := ti.kept(1, 12, 13); ok {
 		t.Fatal("kept a forgotten event")
 	}
-	if a, _, ok := ti.kept(1, 13, 20); !ok || a[0] != "a13" || a[7] != "a20" {
-		t.Fatalf("after forget(12): kept(13, 20) = %v, %v", a, ok)
+	if got, ok := ti.kept(1, 13, 20); !ok || got[0][0] != "a13" || got[0][7] != "a20" || got[3][0] != "failed" || len(got[3]) != 8 {
+		t.Fatalf("after forget(12): kept(13, 20) = %v, %v", got, ok)
 	}
 	ti.keep(1, evs(25, 30)) // a gap: start over at 25
-	if _, _, ok := ti.kept(1, 13, 13); ok {
+	if _, ok := ti.kept(1, 13, 13); ok {
 		t.Fatal("kept ids across a gap")
 	}
-	if a, _, ok := ti.kept(1, 25, 30); !ok || a[0] != "a25" {
-		t.Fatalf("after a gap: kept(25, 30) = %v, %v", a, ok)
+	if got, ok := ti.kept(1, 25, 30); !ok || got[0][0] != "a25" || got[2][0] != "act1" {
+		t.Fatalf("after a gap: kept(25, 30) = %v, %v", got, ok)
 	}
 	ti.indexed[1] = 40
 	ti.keep(1, evs(35, 36)) // a gap to events already indexed: nothing kept
@@ -164,8 +167,8 @@ func TestRecentKeepsOnlyContiguousIDs(t *testing.T) {
 	}
 	ti.keep(3, evs(1, recentMax))
 	ti.keep(3, evs(recentMax+1, recentMax+1)) // over the bound: start over
-	if a, _, ok := ti.kept(3, recentMax+1, recentMax+1); !ok || len(ti.recent[3].actors) != 1 || a[0] != fmt.Sprint("a", recentMax+1) {
-		t.Fatalf("over the bound: kept = %v, %v", a, ok)
+	if got, ok := ti.kept(3, recentMax+1, recentMax+1); !ok || len(ti.recent[3].terms[0]) != 1 || got[0][0] != fmt.Sprint("a", recentMax+1) {
+		t.Fatalf("over the bound: kept = %v, %v", got, ok)
 	}
 	ti.forget(3, recentMax+1)
 	if _, ok := ti.recent[3]; ok {

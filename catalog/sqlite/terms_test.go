@@ -387,11 +387,10 @@ func checkTermsConsistent(t *testing.T, db *DB, logs map[catalog.LogID][]catalog
 			w = uint64(len(evs))
 		}
 		for _, e := range evs[:w] {
-			if e.ActorID != "" {
-				want = append(want, entry{n, termActor, e.ActorID, key(n, e.Sequence)})
-			}
-			if e.TargetID != "" {
-				want = append(want, entry{n, termTarget, e.TargetID, key(n, e.Sequence)})
+			for k, value := range eventTerms(&e) {
+				if value != "" {
+					want = append(want, entry{n, termKinds[k], value, key(n, e.Sequence)})
+				}
 			}
 		}
 	}
