@@ -47,7 +47,10 @@ import (
 // about 90 ms at that size on this machine; and a larger recent table costs more per
 // tick (the inserts into events_recent_k spread over more pages). With 1,000 streams
 // of one event a tick, merging every 8 ticks cost 0.91 WAL frames per event for the
-// event and batch rows, every 32 ticks 1.23.
+// event and batch rows, every 32 ticks 1.23. On a catalog of 800 events per stream
+// the order reverses (2.53 against 1.76 frames per event, every tree counted), but
+// merges of 16,384 rows raised the p99 latency by a fifth or more, so the size stays
+// (docs/performance.md, "round10").
 const (
 	recentMergeRows = 8192
 	recentMergeAge  = 2 * time.Second
