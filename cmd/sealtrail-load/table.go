@@ -82,6 +82,13 @@ func (t *table) run(ctx context.Context, o options, round int, system, name stri
 			fmt.Fprintf(os.Stderr, "%s %s: %v; measuring anyway\n", system, name, err)
 		}
 	}
+	// Whatever another server still does after its own case (PostgreSQL's checkpoints
+	// and autovacuum, Tessera's integration) must not land in this one's window.
+	if waited, err := quiet(ctx, quietLimit); err != nil {
+		fmt.Fprintf(os.Stderr, "  %s %s: %v; measuring anyway\n", system, name, err)
+	} else if waited > 2*time.Second {
+		fmt.Fprintf(os.Stderr, "  %s %s: the machine went quiet %.1f s before the case\n", system, name, waited.Seconds())
+	}
 	w := l
 	w.Duration = o.warmup
 	if _, err := w.Run(ctx); err != nil {
@@ -363,6 +370,43 @@ func settle(ctx context.Context, p *proc, limit time.Duration) error {
 			return fmt.Errorf("still busy (%.0f%% of a core) %v after the run", 100*float64(u.CPUMicros-prev.CPUMicros)/float64(step.Microseconds()), limit)
 		}
 		prev = u
+	}
+}
+
+// quietLimit bounds how long a case waits for the machine to go quiet before it
+// starts, and quietShare is the share of all the machine's cores below which it is
+// quiet (the generator and every server idle between cases).
+const (
+	quietLimit = 30 * time.Second
+	quietShare = 0.10
+)
+
+// quiet waits, at most limit, until the whole machine used less than quietShare of
+// its cores over half a second, and returns how long it waited.
+func quiet(ctx context.Context, limit time.Duration) (time.Duration, error) {
+	t0 := time.Now()
+	prev, err := loadtest.ReadMachineCPU()
+	if err != nil {
+		return 0, err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return time.Since(t0), ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+		m, err := loadtest.ReadMachineCPU()
+		if err != nil {
+			return time.Since(t0), err
+		}
+		d := m.Sub(prev)
+		if d.Total > 0 && float64(d.Busy) < quietShare*float64(d.Total) {
+			return time.Since(t0), nil
+		}
+		if time.Since(t0) > limit {
+			return time.Since(t0), fmt.Errorf("the machine still used %.0f%% of its cores %v before the case", 100*float64(d.Busy)/float64(max(1, d.Total)), limit)
+		}
+		prev = m
 	}
 }
 

@@ -110,6 +110,38 @@ func TestReadUsage(t *testing.T) {
 	t.Fatalf("no CPU time counted after %d iterations", x)
 }
 
+// TestMachineCPU: the /proc/stat parse counts all but idle and iowait as busy, refuses
+// lines it cannot read, and the live file rises with this process's work.
+func TestMachineCPU(t *testing.T) {
+	m, err := parseMachineCPU([]byte("cpu  10 1 5 100 7 2 3 4 9 0\ncpu0 5 0 2 50 3 1 1 2 4 0\n"))
+	if err != nil || m != (MachineCPU{Busy: 10 + 1 + 5 + 2 + 3 + 4, Total: 10 + 1 + 5 + 100 + 7 + 2 + 3 + 4}) {
+		t.Fatalf("parse = %+v, %v", m, err)
+	}
+	for _, bad := range []string{"", "cpu 1 2 3", "cpu0 1 2 3 4 5 6 7 8", "cpu 1 2 3 x 5 6 7 8", "cpu 1 2 3 -4 5 6 7 8"} {
+		if m, err := parseMachineCPU([]byte(bad)); err == nil {
+			t.Errorf("parse(%q) = %+v, want an error", bad, m)
+		}
+	}
+	m0, err := ReadMachineCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := 0
+	for range 1000 {
+		for range 1_000_000 {
+			x++
+		}
+		m1, err := ReadMachineCPU()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := m1.Sub(m0); d.Busy > 0 && d.Total >= d.Busy {
+			return
+		}
+	}
+	t.Fatalf("no machine CPU time counted after %d iterations", x)
+}
+
 // TestRunDrains: requests still in flight when the run's time is up are awaited and
 // counted as drained (or unfinished past Drain), not in the rates.
 func TestRunDrains(t *testing.T) {

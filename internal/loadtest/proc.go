@@ -85,3 +85,46 @@ func SelfCPU() (time.Duration, error) {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), nil
 }
+
+// MachineCPU is the whole machine's cumulative CPU time in USER_HZ ticks, summed over
+// its cores: Busy of Total.
+type MachineCPU struct {
+	Busy, Total int64
+}
+
+// ReadMachineCPU reads the machine's CPU time from /proc/stat.
+func ReadMachineCPU() (MachineCPU, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return MachineCPU{}, fmt.Errorf("loadtest: %w", err)
+	}
+	return parseMachineCPU(b)
+}
+
+// parseMachineCPU parses the first line of /proc/stat, "cpu" and then user, nice,
+// system, idle, iowait, irq, softirq, steal (and guest times, already in user and
+// nice): busy is all but idle and iowait.
+func parseMachineCPU(stat []byte) (MachineCPU, error) {
+	line, _, _ := bytes.Cut(stat, []byte("\n"))
+	f := strings.Fields(string(line))
+	if len(f) < 9 || f[0] != "cpu" {
+		return MachineCPU{}, fmt.Errorf("loadtest: /proc/stat: no cpu line with 8 times")
+	}
+	var m MachineCPU
+	for i, s := range f[1:9] {
+		v, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || v < 0 {
+			return MachineCPU{}, fmt.Errorf("loadtest: /proc/stat: bad cpu time %q", s)
+		}
+		m.Total += v
+		if i != 3 && i != 4 { // idle, iowait
+			m.Busy += v
+		}
+	}
+	return m, nil
+}
+
+// Sub returns m - o.
+func (m MachineCPU) Sub(o MachineCPU) MachineCPU {
+	return MachineCPU{Busy: m.Busy - o.Busy, Total: m.Total - o.Total}
+}
