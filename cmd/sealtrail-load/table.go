@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -347,30 +348,15 @@ func settle(ctx context.Context, p *proc, limit time.Duration) error {
 	if err := waitPublished(ctx, p, limit); err != nil {
 		return err
 	}
-	const step = 500 * time.Millisecond
 	pid := p.cmd.Process.Pid
-	prev, err := loadtest.ReadUsage(pid)
-	if err != nil {
-		return err
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(step):
-		}
+	share, err := waitIdle(ctx, time.Until(deadline), idleCPU, func() (int64, int64, error) {
 		u, err := loadtest.ReadUsage(pid)
-		if err != nil {
-			return err
-		}
-		if float64(u.CPUMicros-prev.CPUMicros) < idleCPU*float64(step.Microseconds()) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("still busy (%.0f%% of a core) %v after the run", 100*float64(u.CPUMicros-prev.CPUMicros)/float64(step.Microseconds()), limit)
-		}
-		prev = u
+		return u.CPUMicros, time.Now().UnixMicro(), err // one core's capacity: the wall time
+	})
+	if errors.Is(err, errBusy) {
+		return fmt.Errorf("still busy (%.0f%% of a core) %v after the run", 100*share, limit)
 	}
+	return err
 }
 
 // quietLimit bounds how long a case waits for the machine to go quiet before it
@@ -385,28 +371,46 @@ const (
 // its cores over half a second, and returns how long it waited.
 func quiet(ctx context.Context, limit time.Duration) (time.Duration, error) {
 	t0 := time.Now()
-	prev, err := loadtest.ReadMachineCPU()
+	share, err := waitIdle(ctx, limit, quietShare, func() (int64, int64, error) {
+		m, err := loadtest.ReadMachineCPU()
+		return m.Busy, m.Total, err
+	})
+	if errors.Is(err, errBusy) {
+		err = fmt.Errorf("the machine still used %.0f%% of its cores %v before the case", 100*share, limit)
+	}
+	return time.Since(t0), err
+}
+
+// errBusy is waitIdle's error when limit passed first.
+var errBusy = errors.New("still busy")
+
+// waitIdle reads sample every half second, a cumulative busy time and the capacity it
+// is a share of (in one unit), until the share used since the previous read is below
+// share, or returns errBusy with the last share once limit has passed.
+func waitIdle(ctx context.Context, limit time.Duration, share float64, sample func() (busy, capacity int64, err error)) (float64, error) {
+	deadline := time.Now().Add(limit)
+	busy0, cap0, err := sample()
 	if err != nil {
 		return 0, err
 	}
 	for {
 		select {
 		case <-ctx.Done():
-			return time.Since(t0), ctx.Err()
+			return 0, ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
-		m, err := loadtest.ReadMachineCPU()
+		busy, capacity, err := sample()
 		if err != nil {
-			return time.Since(t0), err
+			return 0, err
 		}
-		d := m.Sub(prev)
-		if d.Total > 0 && float64(d.Busy) < quietShare*float64(d.Total) {
-			return time.Since(t0), nil
+		used := float64(busy-busy0) / float64(max(1, capacity-cap0))
+		if capacity > cap0 && used < share {
+			return used, nil
 		}
-		if time.Since(t0) > limit {
-			return time.Since(t0), fmt.Errorf("the machine still used %.0f%% of its cores %v before the case", 100*float64(d.Busy)/float64(max(1, d.Total)), limit)
+		if time.Now().After(deadline) {
+			return used, errBusy
 		}
-		prev = m
+		busy0, cap0 = busy, capacity
 	}
 }
 

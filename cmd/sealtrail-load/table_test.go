@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -59,5 +61,25 @@ func TestRatios(t *testing.T) {
 	tb.ratios(&out, 1)
 	if want := "Sealtrail embedded, one project, c=200: rate, × the trivial handler's 0.60×\n"; !strings.Contains(out.String(), want) {
 		t.Errorf("one round: ratios lack %q:\n%s", want, out.String())
+	}
+}
+
+// TestWaitIdle: waitIdle returns once the share used between two reads is below the
+// bound, and errBusy with the last share when the limit passes first.
+func TestWaitIdle(t *testing.T) {
+	var reads int64
+	busyThenIdle := func() (int64, int64, error) {
+		reads++
+		if reads <= 2 {
+			return reads * 50, reads * 100, nil // half busy
+		}
+		return 100 + reads, reads * 100, nil // 1% busy
+	}
+	if used, err := waitIdle(context.Background(), time.Minute, 0.1, busyThenIdle); err != nil || used >= 0.1 || reads != 3 {
+		t.Fatalf("busy then idle: %v, %v after %d reads", used, err, reads)
+	}
+	always := func() (int64, int64, error) { reads++; return reads * 90, reads * 100, nil }
+	if used, err := waitIdle(context.Background(), 0, 0.1, always); !errors.Is(err, errBusy) || used != 0.9 {
+		t.Fatalf("always busy: %v, %v; want 0.9, errBusy", used, err)
 	}
 }

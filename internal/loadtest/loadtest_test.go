@@ -94,20 +94,31 @@ func TestReadUsage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	workUntil(t, "no CPU time counted", func() (bool, error) {
+		u1, err := ReadUsage(os.Getpid())
+		d := u1.Sub(u0)
+		return d.CPUMicros > 0 && d.WriteBytes >= 0, err
+	})
+}
+
+// workUntil spins the CPU in steps until done reports true, and fails the test with
+// msg if it never does; done's error fails it at once.
+func workUntil(t *testing.T, msg string, done func() (bool, error)) {
+	t.Helper()
 	x := 0
 	for range 1000 {
 		for range 1_000_000 {
 			x++
 		}
-		u1, err := ReadUsage(os.Getpid())
+		ok, err := done()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := u1.Sub(u0); d.CPUMicros > 0 && d.WriteBytes >= 0 {
+		if ok {
 			return
 		}
 	}
-	t.Fatalf("no CPU time counted after %d iterations", x)
+	t.Fatalf("%s after %d iterations", msg, x)
 }
 
 // TestMachineCPU: the /proc/stat parse counts all but idle and iowait as busy, refuses
@@ -126,20 +137,11 @@ func TestMachineCPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	x := 0
-	for range 1000 {
-		for range 1_000_000 {
-			x++
-		}
+	workUntil(t, "no machine CPU time counted", func() (bool, error) {
 		m1, err := ReadMachineCPU()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := m1.Sub(m0); d.Busy > 0 && d.Total >= d.Busy {
-			return
-		}
-	}
-	t.Fatalf("no machine CPU time counted after %d iterations", x)
+		d := m1.Sub(m0)
+		return d.Busy > 0 && d.Total >= d.Busy, err
+	})
 }
 
 // TestRunDrains: requests still in flight when the run's time is up are awaited and
