@@ -233,9 +233,9 @@ var mergeStatements = []string{
 	`INSERT INTO events(k, log, event_id, received_ms, action, status, actor_type, actor_id, target_type, target_id, payload_hash, leaf_hash)
 		SELECT k, log, event_id, received_ms, action, status, actor_type, actor_id, target_type, target_id, payload_hash, leaf_hash
 		FROM events_recent ORDER BY k`,
-	`INSERT INTO batches(project_id, stream, first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length)
-		SELECT l.project_id, l.stream, b.first_seq, b.count, b.batch_id, b.created_ms, b.payload_object, b.payload_offset, b.payload_length
-		FROM batches_recent b JOIN logs l ON l.id = b.log ORDER BY l.project_id, l.stream, b.first_seq`,
+	`INSERT INTO batches(k, count, batch_id, created_ms, object, payload_offset, payload_length)
+		SELECT (log << 40) | first_seq, count, batch_id, created_ms, object, payload_offset, payload_length
+		FROM batches_recent ORDER BY 1`,
 	`PRAGMA secure_delete = FAST`,
 	`DELETE FROM events_recent`,
 	`DELETE FROM batches_recent`,

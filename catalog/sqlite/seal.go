@@ -535,13 +535,18 @@ func (db *DB) BatchesCovering(ctx context.Context, log catalog.LogID, first, las
 	if !ok {
 		return nil, nil
 	}
-	rows, err := db.query(ctx, `SELECT first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length FROM batches
-		WHERE project_id = ?1 AND stream = ?2 AND first_seq <= ?4 AND first_seq >= coalesce(
-			(SELECT max(first_seq) FROM batches WHERE project_id = ?1 AND stream = ?2 AND first_seq <= ?3), ?3)
-		UNION ALL SELECT first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length FROM batches_recent
-		WHERE log = ?5 AND first_seq <= ?4 AND first_seq >= coalesce(
-			(SELECT max(first_seq) FROM batches_recent WHERE log = ?5 AND first_seq <= ?3), ?3)
-		ORDER BY 1`, log.ProjectID, string(log.Stream), int64(min(first, 1<<63-1)), int64(min(last, 1<<63-1)), n)
+	if first > maxSeq {
+		return nil, nil
+	}
+	// Both tables' rows carry the batch's key, logs.id << 40 | first_seq (logs.go).
+	rows, err := db.query(ctx, `SELECT b.k, b.count, b.batch_id, b.created_ms, o.name, b.payload_offset, b.payload_length
+		FROM batches b LEFT JOIN payload_objects o ON o.id = b.object
+		WHERE b.k <= ?2 AND b.k >= coalesce((SELECT max(k) FROM batches WHERE k BETWEEN ?3 AND ?1), ?1)
+		UNION ALL SELECT (b.log << 40) | b.first_seq, b.count, b.batch_id, b.created_ms, o.name, b.payload_offset, b.payload_length
+		FROM batches_recent b LEFT JOIN payload_objects o ON o.id = b.object
+		WHERE b.log = ?4 AND b.first_seq <= ?6 AND b.first_seq >= coalesce(
+			(SELECT max(first_seq) FROM batches_recent WHERE log = ?4 AND first_seq <= ?5), ?5)
+		ORDER BY 1`, key(n, first), key(n, min(last, maxSeq)), key(n, 0), n, int64(first), int64(min(last, maxSeq)))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: batches of %s [%d, %d]: %w", log, first, last, err)
 	}
@@ -549,16 +554,16 @@ func (db *DB) BatchesCovering(ctx context.Context, log catalog.LogID, first, las
 	var out []catalog.Batch
 	for rows.Next() {
 		var (
-			start, count, created int64
-			obj                   *string
-			off, siz              *int64
+			k, count, created int64
+			obj               *string
+			off, siz          *int64
 		)
 		b := catalog.Batch{Log: log}
-		if err := rows.Scan(&start, &count, &b.BatchID, &created, &obj, &off, &siz); err != nil {
+		if err := rows.Scan(&k, &count, &b.BatchID, &created, &obj, &off, &siz); err != nil {
 			return nil, fmt.Errorf("sqlite: batches of %s: %w", log, err)
 		}
 		b.SetPayloadColumns(obj, off, siz)
-		b.First, b.Count, b.CreatedAt = uint64(start), uint64(count), catalog.FromUnixMS(created)
+		b.First, b.Count, b.CreatedAt = seqOf(k), uint64(count), catalog.FromUnixMS(created)
 		if b.End() > first {
 			out = append(out, b)
 		}

@@ -42,19 +42,21 @@ func (db *DB) writeSeals(ctx context.Context, tx *sql.Tx, logs []catalog.LogID, 
 			small = append(small, &writes[i])
 		}
 	}
+	objects, err := objectIDs(ctx, tx, &db.tick, writes)
+	if err != nil {
+		return err
+	}
 	if _, err := db.tick.batch.exec(ctx, tx, len(direct), func(i int, to []any) []any {
 		w := direct[i]
-		log := logs[w.at]
-		obj, off, n := catalog.PayloadColumns(w.b)
-		return append(to, log.ProjectID, string(log.Stream), int64(w.cp.Size+1),
-			len(w.b.Events), w.b.BatchID, nowMS, obj, off, n)
+		_, off, n := catalog.PayloadColumns(w.b)
+		return append(to, key(w.n, w.cp.Size+1), len(w.b.Events), w.b.BatchID, nowMS, objects.of(w.b), off, n)
 	}); err != nil {
 		return fmt.Errorf("insert batches: %w", mapErr(err))
 	}
 	if _, err := db.tick.batchRecent.exec(ctx, tx, len(small), func(i int, to []any) []any {
 		w := small[i]
-		obj, off, n := catalog.PayloadColumns(w.b)
-		return append(to, w.n, int64(w.cp.Size+1), len(w.b.Events), w.b.BatchID, nowMS, obj, off, n)
+		_, off, n := catalog.PayloadColumns(w.b)
+		return append(to, w.n, int64(w.cp.Size+1), len(w.b.Events), w.b.BatchID, nowMS, objects.of(w.b), off, n)
 	}); err != nil {
 		return fmt.Errorf("insert recent batches: %w", mapErr(err))
 	}
@@ -67,4 +69,43 @@ func (db *DB) writeSeals(ctx context.Context, tx *sql.Tx, logs []catalog.LogID, 
 		}
 	}
 	return nil
+}
+
+// objectNums maps the payload object keys of a tick's batches to their numbers in
+// payload_objects (migrations/0018).
+type objectNums map[string]int64
+
+// of returns the object column of b's batch row: nil (NULL) for a batch with its own
+// payload object, else its group object's number.
+func (m objectNums) of(b *catalog.SealBatch) any {
+	if b.Object == "" {
+		return nil
+	}
+	return m[b.Object]
+}
+
+// objectIDs records, in tx, the key of every group payload object writes name (a
+// tick names one) and returns their numbers. A key already recorded (the filesystem
+// store appends a tick's payload to the same segment file until it rolls over) is
+// only read: the insert that finds it writes nothing.
+func objectIDs(ctx context.Context, tx *sql.Tx, st *tickStmts, writes []sealWrite) (objectNums, error) {
+	var m objectNums
+	for i := range writes {
+		name := writes[i].b.Object
+		if _, ok := m[name]; ok || name == "" {
+			continue
+		}
+		if m == nil {
+			m = make(objectNums, 1)
+		}
+		if _, err := tx.StmtContext(ctx, st.addObject).ExecContext(ctx, name); err != nil {
+			return nil, fmt.Errorf("record payload object %q: %w", name, mapErr(err))
+		}
+		var id int64
+		if err := tx.StmtContext(ctx, st.objectID).QueryRowContext(ctx, name).Scan(&id); err != nil {
+			return nil, fmt.Errorf("read payload object %q: %w", name, mapErr(err))
+		}
+		m[name] = id
+	}
+	return m, nil
 }

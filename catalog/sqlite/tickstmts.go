@@ -20,6 +20,8 @@ type tickStmts struct {
 	ids *rowStmts
 	// lastTime reads the receive time of a project-stream's last event (noteTimes).
 	lastTime *sql.Stmt
+	// addObject records a payload object's key, objectID reads its number (objectIDs).
+	addObject, objectID *sql.Stmt
 	// version reads the writer's data_version (sealcache.go).
 	version *sql.Stmt
 }
@@ -27,7 +29,7 @@ type tickStmts struct {
 // updateCols and batchCols are the parameters per row of tickStmts.update and batch.
 const (
 	updateCols      = 8
-	batchCols       = 9
+	batchCols       = 7
 	batchRecentCols = 8
 	idCols          = 2
 )
@@ -47,12 +49,12 @@ func updateStatement(rows int) string {
 }
 
 func batchStatement(rows int) string {
-	return `INSERT INTO batches(project_id, stream, first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length)
+	return `INSERT INTO batches(k, count, batch_id, created_ms, object, payload_offset, payload_length)
 		VALUES ` + valuesRows(rows, batchCols)
 }
 
 func batchRecentStatement(rows int) string {
-	return `INSERT INTO batches_recent(log, first_seq, count, batch_id, created_ms, payload_object, payload_offset, payload_length)
+	return `INSERT INTO batches_recent(log, first_seq, count, batch_id, created_ms, object, payload_offset, payload_length)
 		VALUES ` + valuesRows(rows, batchRecentCols)
 }
 
@@ -84,6 +86,8 @@ func (st *tickStmts) prepare(ctx context.Context, w *sql.DB) error {
 	}{
 		{&st.lastTime, `SELECT coalesce((SELECT received_ms FROM events WHERE k = ?1), (SELECT received_ms FROM events_recent WHERE k = ?1))`},
 		{&st.version, `PRAGMA data_version`},
+		{&st.addObject, `INSERT INTO payload_objects(name) VALUES (?1) ON CONFLICT (name) DO NOTHING`},
+		{&st.objectID, `SELECT id FROM payload_objects WHERE name = ?1`},
 	} {
 		if *s.to, err = w.PrepareContext(ctx, s.text); err != nil {
 			st.close()
@@ -98,7 +102,7 @@ func (st *tickStmts) close() {
 	st.batch.close()
 	st.batchRecent.close()
 	st.ids.close()
-	for _, s := range []**sql.Stmt{&st.lastTime, &st.version} {
+	for _, s := range []**sql.Stmt{&st.lastTime, &st.version, &st.addObject, &st.objectID} {
 		if *s != nil {
 			(*s).Close()
 			*s = nil

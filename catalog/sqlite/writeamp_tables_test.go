@@ -83,17 +83,24 @@ func manyStreamTicks(tb testing.TB, opts Options, streams, warm, ticks int, setu
 	}
 	logs := make([]catalog.LogID, streams)
 	for i := range logs {
-		logs[i] = catalog.LogID{ProjectID: fmt.Sprintf("prj_many%04d", i), Stream: catalog.StreamEvents}
+		// As long as the ids the service mints: "prj_" and 26 characters.
+		logs[i] = catalog.LogID{ProjectID: fmt.Sprintf("prj_many%022d", i), Stream: catalog.StreamEvents}
 	}
 	// A compact range of a stream some thousands of events long, as in the load test.
 	rng := make([]catalog.Hash, 8)
 	for i := range rng {
 		rng[i] = catalogtest.H(fmt.Sprint("r", i))
 	}
+	// Each tick's batches name their segments of one group payload object, with batch
+	// ids of the sequencer's form (24 hex digits), as the service's rows do.
+	tick := 0
 	fn := func(_ context.Context, cps []catalog.Checkpoint) ([]*catalog.SealBatch, func() error, error) {
+		tick++
+		object := fmt.Sprintf("payload/20261127T23/%d-%024x", 1764287000000+tick, tick)
 		out := make([]*catalog.SealBatch, len(cps))
 		for k, cp := range cps {
-			out[k] = &catalog.SealBatch{BatchID: fmt.Sprintf("bat_%04d_%08d", k, cp.Size+1),
+			out[k] = &catalog.SealBatch{BatchID: fmt.Sprintf("%012x%012x", k, cp.Size+1),
+				Object: object, Offset: uint64(k) * 1200, Length: 1200,
 				Events: catalogtest.MakeEvents(fmt.Sprintf("evt_%04d_", k), cp.Size+1, 1),
 				Root:   catalogtest.H(fmt.Sprint(cp.Size)), Range: rng}
 		}
