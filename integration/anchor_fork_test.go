@@ -44,7 +44,7 @@ func TestAnchorFork(t *testing.T) {
 		t.Fatal(err)
 	}
 	forged := tlog.LeafHash([]byte("forged"))
-	res, err := db.Exec(`UPDATE checkpoints SET root = ? WHERE project_id = ? AND stream = 'events'`, forged[:], p.id)
+	res, err := db.Exec(`UPDATE checkpoints SET root = ? WHERE log = (SELECT id FROM logs WHERE project_id = ? AND stream = 'events')`, forged[:], p.id)
 	if n, _ := res.RowsAffected(); err != nil || n != 1 {
 		t.Fatalf("fork the catalog: %v", err)
 	}

@@ -54,10 +54,10 @@ func (db *DB) treeHeadsLog(ctx context.Context, q rowQuerier) (catalog.TreeHeads
 // GrownLogs returns the project-streams whose committed size exceeds their latest
 // recorded tree head.
 func (db *DB) GrownLogs(ctx context.Context, after catalog.LogID, limit int) ([]catalog.Checkpoint, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT c.project_id, c.stream, c.size, c.root FROM checkpoints c
-		WHERE (c.project_id, c.stream) > (?, ?) AND c.size > coalesce((SELECT max(t.tree_size) FROM tree_heads t
-			WHERE t.project_id = c.project_id AND t.stream = c.stream), 0)
-		ORDER BY c.project_id, c.stream LIMIT ?`, after.ProjectID, string(after.Stream), catalog.ClampLimit(limit))
+	rows, err := db.r.QueryContext(ctx, `SELECT l.project_id, l.stream, c.size, c.root FROM `+checkpointTables+`
+		WHERE (l.project_id, l.stream) > (?, ?) AND c.size > coalesce((SELECT max(t.tree_size) FROM tree_heads t
+			WHERE t.project_id = l.project_id AND t.stream = l.stream), 0)
+		ORDER BY l.project_id, l.stream LIMIT ?`, after.ProjectID, string(after.Stream), catalog.ClampLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: grown logs: %w", err)
 	}

@@ -123,9 +123,9 @@ func (p *published) flush(db *DB) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	err := db.execUnsynced(ctx, func(tx *sql.Tx) error {
 		for log, size := range dirty {
-			if _, err := tx.ExecContext(ctx, `UPDATE checkpoints SET published_size = ?
-				WHERE project_id = ? AND stream = ? AND published_size < ? AND size >= ?`,
-				int64(size), log.ProjectID, string(log.Stream), int64(size), int64(size)); err != nil {
+			if _, err := tx.ExecContext(ctx, `UPDATE checkpoints SET published_size = ?1
+				WHERE log = (SELECT id FROM logs WHERE project_id = ?2 AND stream = ?3) AND published_size < ?1 AND size >= ?1`,
+				int64(size), log.ProjectID, string(log.Stream)); err != nil {
 				return fmt.Errorf("%s: %w", log, err)
 			}
 		}

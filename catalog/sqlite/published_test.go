@@ -18,7 +18,7 @@ import (
 func storedPublished(t *testing.T, c *sql.DB, log catalog.LogID) int64 {
 	t.Helper()
 	var n int64
-	err := c.QueryRow(`SELECT published_size FROM checkpoints WHERE project_id = ? AND stream = ?`,
+	err := c.QueryRow(`SELECT c.published_size FROM checkpoints c JOIN logs l ON l.id = c.log WHERE l.project_id = ? AND l.stream = ?`,
 		log.ProjectID, string(log.Stream)).Scan(&n)
 	if errors.Is(err, sql.ErrNoRows) {
 		return -1

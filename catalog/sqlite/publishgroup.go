@@ -60,7 +60,7 @@ func (db *DB) checkpoints(ctx context.Context, logs []catalog.LogID) ([]catalog.
 		for _, log := range chunk {
 			args = append(args, log.ProjectID, string(log.Stream))
 		}
-		q := `SELECT ` + checkpointCols + ` FROM checkpoints WHERE (project_id, stream) IN (VALUES ` +
+		q := `SELECT ` + checkpointCols + ` FROM ` + checkpointTables + ` WHERE (l.project_id, l.stream) IN (VALUES ` +
 			strings.TrimSuffix(strings.Repeat("(?, ?), ", len(chunk)), ", ") + `)`
 		rows, err := db.r.QueryContext(ctx, q, args...)
 		if err != nil {

@@ -283,23 +283,23 @@ func (db *DB) freshStreams(ctx context.Context, logs []catalog.LogID) (map[catal
 func (db *DB) createStreams(ctx context.Context, logs []catalog.LogID) error {
 	now := ms(db.now())
 	err := db.writeTx(ctx, func(tx *sql.Tx) error {
-		cp, err := tx.PrepareContext(ctx, `INSERT INTO checkpoints(project_id, stream, size, root, compact_range, published_size, created_ms, updated_ms)
-			VALUES (?, ?, 0, NULL, x'', 0, ?, ?) ON CONFLICT DO NOTHING`)
-		if err != nil {
-			return err
-		}
-		defer cp.Close()
 		num, err := tx.PrepareContext(ctx, `INSERT INTO logs(project_id, stream) VALUES (?, ?) ON CONFLICT DO NOTHING`)
 		if err != nil {
 			return err
 		}
 		defer num.Close()
+		cp, err := tx.PrepareContext(ctx, `INSERT INTO checkpoints(log, size, root, compact_range, published_size, created_ms, updated_ms)
+			SELECT id, 0, NULL, x'', 0, ?3, ?3 FROM logs WHERE project_id = ?1 AND stream = ?2 ON CONFLICT DO NOTHING`)
+		if err != nil {
+			return err
+		}
+		defer cp.Close()
 		for _, log := range logs {
-			if _, err := cp.ExecContext(ctx, log.ProjectID, string(log.Stream), now, now); err != nil {
-				return fmt.Errorf("checkpoint %s: %w", log, err)
-			}
 			if _, err := num.ExecContext(ctx, log.ProjectID, string(log.Stream)); err != nil {
 				return fmt.Errorf("number %s: %w", log, err)
+			}
+			if _, err := cp.ExecContext(ctx, log.ProjectID, string(log.Stream), now); err != nil {
+				return fmt.Errorf("checkpoint %s: %w", log, err)
 			}
 		}
 		return nil
@@ -408,7 +408,12 @@ func insertEvents(ctx context.Context, tx *sql.Tx, ins *insertStmts, writes []se
 	return nil
 }
 
-const checkpointCols = `project_id, stream, size, root, compact_range, published_size, created_ms, updated_ms`
+// checkpointCols are the columns scanCheckpoint reads, from checkpointTables: a
+// checkpoint row is keyed by its project-stream's number (migrations/0019).
+const (
+	checkpointCols   = `l.project_id, l.stream, c.size, c.root, c.compact_range, c.published_size, c.created_ms, c.updated_ms`
+	checkpointTables = `checkpoints c JOIN logs l ON l.id = c.log`
+)
 
 func scanCheckpoint(row interface{ Scan(...any) error }) (catalog.Checkpoint, error) {
 	var (
@@ -436,8 +441,8 @@ func scanCheckpoint(row interface{ Scan(...any) error }) (catalog.Checkpoint, er
 // Checkpoint returns the committed checkpoint of log, or catalog.ErrNotFound if the
 // project-stream has never been sealed.
 func (db *DB) Checkpoint(ctx context.Context, log catalog.LogID) (catalog.Checkpoint, error) {
-	cp, err := scanCheckpoint(db.queryRow(ctx, `SELECT `+checkpointCols+` FROM checkpoints
-		WHERE project_id = ? AND stream = ?`, log.ProjectID, string(log.Stream)))
+	cp, err := scanCheckpoint(db.queryRow(ctx, `SELECT `+checkpointCols+` FROM `+checkpointTables+`
+		WHERE l.project_id = ? AND l.stream = ?`, log.ProjectID, string(log.Stream)))
 	if err != nil {
 		return cp, fmt.Errorf("sqlite: checkpoint %s: %w", log, mapErr(err))
 	}
@@ -495,8 +500,8 @@ func (db *DB) Publish(ctx context.Context, log catalog.LogID, fn func(ctx contex
 // ListUnpublished returns every checkpoint whose published size is behind its size, for
 // recovery at start-up.
 func (db *DB) ListUnpublished(ctx context.Context) ([]catalog.Checkpoint, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT `+checkpointCols+` FROM checkpoints
-		WHERE published_size < size ORDER BY project_id, stream`)
+	rows, err := db.r.QueryContext(ctx, `SELECT `+checkpointCols+` FROM `+checkpointTables+`
+		WHERE c.published_size < c.size ORDER BY l.project_id, l.stream`)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: list unpublished: %w", err)
 	}

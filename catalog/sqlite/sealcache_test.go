@@ -91,7 +91,7 @@ func TestUpdatePlan(t *testing.T) {
 		want  string
 		never string
 	}{
-		{updateStatement(4), db.w, make([]any, 4*updateCols), "SEARCH checkpoints USING INDEX sqlite_autoindex_checkpoints_1 (project_id=? AND stream=?)", "SCAN checkpoints"},
+		{updateStatement(4), db.w, make([]any, 4*updateCols), "SEARCH checkpoints USING INTEGER PRIMARY KEY (rowid=?)", "SCAN checkpoints"},
 		{`SELECT log, indexed_seq FROM term_state WHERE log IN (SELECT value FROM json_each(?))`, db.terms.w, []any{"[1,2]"},
 			"SEARCH term_state USING INTEGER PRIMARY KEY", "SCAN term_state"},
 		{seenQuery, db.terms.w, []any{"[1,2]"}, "SEARCH cat.events USING INTEGER PRIMARY KEY", "SCAN cat.events"},

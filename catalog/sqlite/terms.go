@@ -187,8 +187,7 @@ func (ti *termIndex) load(ctx context.Context, id string) error {
 	}); err != nil {
 		return err
 	}
-	if err := eachRow(ctx, ti.w, `SELECT l.id, c.size FROM cat.logs l JOIN cat.checkpoints c
-		ON c.project_id = l.project_id AND c.stream = l.stream`, nil, func(r *sql.Rows) error {
+	if err := eachRow(ctx, ti.w, `SELECT c.log, c.size FROM cat.checkpoints c`, nil, func(r *sql.Rows) error {
 		var n, size int64
 		err := r.Scan(&n, &size)
 		ti.committed[n] = uint64(size)

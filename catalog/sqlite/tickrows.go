@@ -18,8 +18,7 @@ func (db *DB) writeSeals(ctx context.Context, tx *sql.Tx, logs []catalog.LogID, 
 	nowMS := ms(now)
 	n, err := db.tick.update.exec(ctx, tx, len(writes), func(i int, to []any) []any {
 		w := &writes[i]
-		log := logs[w.at]
-		return append(to, log.ProjectID, string(log.Stream), int64(w.cp.Size),
+		return append(to, w.n, int64(w.cp.Size),
 			int64(w.next.Size), w.next.Root[:], catalog.JoinHashes(w.next.Range), nowMS, int64(w.pub))
 	})
 	if err != nil {

@@ -28,24 +28,24 @@ type tickStmts struct {
 
 // updateCols and batchCols are the parameters per row of tickStmts.update and batch.
 const (
-	updateCols      = 8
+	updateCols      = 7
 	batchCols       = 7
 	batchRecentCols = 8
 	idCols          = 2
 )
 
 // updateStatement advances the checkpoints of rows project-streams, each row of
-// VALUES being (project_id, stream, old size, new size, root, compact range, ms,
-// published size). A row whose checkpoint is no longer at the old size matches
+// VALUES being (log number, old size, new size, root, compact range, ms, published
+// size). A row whose checkpoint is no longer at the old size matches
 // nothing, so the rows affected say whether every checkpoint was where the seal found
 // it. The published size this handle holds in memory rides along (published.go): the
 // row is rewritten anyway, and the published-size writer then has nothing to write
 // for the stream.
 func updateStatement(rows int) string {
-	return `UPDATE checkpoints SET size = v.column4, root = v.column5, compact_range = v.column6, updated_ms = v.column7,
-		published_size = max(published_size, v.column8)
+	return `UPDATE checkpoints SET size = v.column3, root = v.column4, compact_range = v.column5, updated_ms = v.column6,
+		published_size = max(published_size, v.column7)
 		FROM (VALUES ` + valuesRows(rows, updateCols) + `) AS v
-		WHERE checkpoints.project_id = v.column1 AND checkpoints.stream = v.column2 AND checkpoints.size = v.column3`
+		WHERE checkpoints.log = v.column1 AND checkpoints.size = v.column2`
 }
 
 func batchStatement(rows int) string {

@@ -2,7 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"slices"
@@ -11,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sealtrail/sealtrail/catalog"
+	"github.com/sealtrail/sealtrail/catalog/catalogtest"
 )
 
 // writeBefore creates a catalog file at path with every migration before version
@@ -48,6 +52,21 @@ func writeBefore(t *testing.T, path, version string) *sql.DB {
 		}
 	}
 	return c
+}
+
+// openMigrated closes c, the connection that wrote the old file at path, and opens
+// the catalog there, which applies the migrations it lacks.
+func openMigrated(t *testing.T, c *sql.DB, path string) *DB {
+	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	return db
 }
 
 // TestMigrateCompactBatches opens a catalog of schema version 17 whose batch rows,
@@ -110,13 +129,7 @@ func TestMigrateCompactBatches(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c.Close()
-
-	db, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openMigrated(t, c, path)
 	db.stopMerger()
 	want := map[catalog.LogID][]catalog.Batch{}
 	for _, b := range append(slices.Clone(merged), recent...) {
@@ -154,4 +167,95 @@ func TestMigrateCompactBatches(t *testing.T) {
 		t.Fatalf("%d events and %d batches in the recent tables after the merge (%v)", events, batches, err)
 	}
 	check("after a merge")
+}
+
+// TestMigrateCheckpointsByLog opens a catalog of schema version 18 with a sealed and
+// published stream, a stream behind its publication and a stream never sealed, their
+// numbers not in name order, and checks that migration 0019 kept every checkpoint as
+// it was (Checkpoint, the group read and ListUnpublished answer the same), and that
+// the stream never sealed seals on and the one behind publishes on.
+func TestMigrateCheckpointsByLog(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "v18.db")
+	c := writeBefore(t, path, "0019_checkpoints_by_log")
+	at := func(s int64) time.Time { return time.UnixMilli(1764287000000 + s).UTC() }
+	hs := func(s string, n int) []catalog.Hash {
+		out := make([]catalog.Hash, n)
+		for i := range out {
+			out[i] = catalog.Hash(sha256.Sum256(fmt.Appendf(nil, "%s %d", s, i)))
+		}
+		return out
+	}
+	want := []catalog.Checkpoint{
+		{Log: catalog.LogID{ProjectID: "prj_z", Stream: catalog.StreamEvents}, Size: 5, Root: hs("root z", 1)[0], Range: hs("z", 2),
+			PublishedSize: 5, CreatedAt: at(1), UpdatedAt: at(2)},
+		{Log: catalog.LogID{ProjectID: "prj_a", Stream: catalog.StreamProjectAudit}, Size: 7, Root: hs("root a", 1)[0], Range: hs("a", 3),
+			PublishedSize: 4, CreatedAt: at(3), UpdatedAt: at(4)},
+		{Log: catalog.LogID{ProjectID: "prj_m", Stream: catalog.StreamEvents}, CreatedAt: at(5), UpdatedAt: at(5)}, // never sealed
+	}
+	for _, cp := range want {
+		var root any // NULL while empty, as a seal leaves it
+		if cp.Size > 0 {
+			root = cp.Root[:]
+		}
+		if _, err := c.Exec(`INSERT INTO logs(project_id, stream) VALUES (?, ?)`, cp.Log.ProjectID, string(cp.Log.Stream)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(`INSERT INTO checkpoints(project_id, stream, size, root, compact_range, published_size, created_ms, updated_ms)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, cp.Log.ProjectID, string(cp.Log.Stream), int64(cp.Size), root,
+			catalog.JoinHashes(cp.Range), int64(cp.PublishedSize), cp.CreatedAt.UnixMilli(), cp.UpdatedAt.UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db := openMigrated(t, c, path)
+	same := func(what string, got, want catalog.Checkpoint) {
+		t.Helper()
+		if got.Log != want.Log || got.Size != want.Size || got.Root != want.Root || !slices.Equal(got.Range, want.Range) ||
+			got.PublishedSize != want.PublishedSize || !got.CreatedAt.Equal(want.CreatedAt) || !got.UpdatedAt.Equal(want.UpdatedAt) {
+			t.Fatalf("%s:\n got %+v\nwant %+v", what, got, want)
+		}
+	}
+	logs := make([]catalog.LogID, len(want))
+	for i, w := range want {
+		logs[i] = w.Log
+		got, err := db.Checkpoint(ctx, w.Log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		same("Checkpoint", got, w)
+	}
+	cps, found, err := db.checkpoints(ctx, logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want {
+		if !found[i] {
+			t.Fatalf("group read: %s not found", w.Log)
+		}
+		same("group read", cps[i], w)
+	}
+	behind, err := db.ListUnpublished(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(behind) != 1 {
+		t.Fatalf("ListUnpublished = %+v, want %s alone", behind, want[1].Log)
+	}
+	same("ListUnpublished", behind[0], want[1])
+	if _, err := db.Checkpoint(ctx, catalog.LogID{ProjectID: "prj_none", Stream: catalog.StreamEvents}); !errors.Is(err, catalog.ErrNotFound) {
+		t.Fatalf("Checkpoint of a stream never created: %v, want ErrNotFound", err)
+	}
+	if cp := catalogtest.Seal(t, db, want[2].Log, "m", 3); cp.Size != 3 {
+		t.Fatalf("size %d after sealing 3 events on %s", cp.Size, want[2].Log)
+	}
+	if _, err := db.Publish(ctx, want[1].Log, func(context.Context, catalog.Checkpoint) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	db.pub.flush(db)
+	if n := storedPublished(t, db.r, want[1].Log); n != int64(want[1].Size) {
+		t.Fatalf("published size of %s in the file %d after the flush, want %d", want[1].Log, n, want[1].Size)
+	}
+	if behind, err := db.ListUnpublished(ctx); err != nil || len(behind) != 1 || behind[0].Log != want[2].Log {
+		t.Fatalf("ListUnpublished after publishing %s and sealing %s = %+v (%v)", want[1].Log, want[2].Log, behind, err)
+	}
 }
