@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/sealtrail/sealtrail/catalog"
@@ -22,6 +23,12 @@ const (
 
 // key returns the rowid of sequence seq of project-stream number n.
 func key(n int64, seq uint64) int64 { return n<<seqBits | int64(seq) }
+
+// sqlKey is key in SQL, of the columns log and seq (the migrations, fixed in time,
+// spell out 40).
+func sqlKey(log, seq string) string {
+	return "(" + log + " << " + strconv.Itoa(seqBits) + ") | " + seq
+}
 
 // seqOf returns the sequence held in key k.
 func seqOf(k int64) uint64 { return uint64(k) & maxSeq }

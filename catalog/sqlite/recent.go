@@ -234,7 +234,7 @@ var mergeStatements = []string{
 		SELECT k, log, event_id, received_ms, action, status, actor_type, actor_id, target_type, target_id, payload_hash, leaf_hash
 		FROM events_recent ORDER BY k`,
 	`INSERT INTO batches(k, count, batch_id, created_ms, object, payload_offset, payload_length)
-		SELECT (log << 40) | first_seq, count, batch_id, created_ms, object, payload_offset, payload_length
+		SELECT ` + sqlKey("log", "first_seq") + `, count, batch_id, created_ms, object, payload_offset, payload_length
 		FROM batches_recent ORDER BY 1`,
 	`PRAGMA secure_delete = FAST`,
 	`DELETE FROM events_recent`,

@@ -543,11 +543,11 @@ func (db *DB) BatchesCovering(ctx context.Context, log catalog.LogID, first, las
 	if first > maxSeq {
 		return nil, nil
 	}
-	// Both tables' rows carry the batch's key, logs.id << 40 | first_seq (logs.go).
+	// Both tables' rows carry the batch's key, logs.id << seqBits | first_seq (logs.go).
 	rows, err := db.query(ctx, `SELECT b.k, b.count, b.batch_id, b.created_ms, o.name, b.payload_offset, b.payload_length
 		FROM batches b LEFT JOIN payload_objects o ON o.id = b.object
 		WHERE b.k <= ?2 AND b.k >= coalesce((SELECT max(k) FROM batches WHERE k BETWEEN ?3 AND ?1), ?1)
-		UNION ALL SELECT (b.log << 40) | b.first_seq, b.count, b.batch_id, b.created_ms, o.name, b.payload_offset, b.payload_length
+		UNION ALL SELECT `+sqlKey("b.log", "b.first_seq")+`, b.count, b.batch_id, b.created_ms, o.name, b.payload_offset, b.payload_length
 		FROM batches_recent b LEFT JOIN payload_objects o ON o.id = b.object
 		WHERE b.log = ?4 AND b.first_seq <= ?6 AND b.first_seq >= coalesce(
 			(SELECT max(first_seq) FROM batches_recent WHERE log = ?4 AND first_seq <= ?5), ?5)
