@@ -251,10 +251,8 @@ func TestMigrateCheckpointsByLog(t *testing.T) {
 	if _, err := db.Publish(ctx, want[1].Log, func(context.Context, catalog.Checkpoint) error { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	db.pub.flush(db)
-	if n := storedPublished(t, db.r, want[1].Log); n != int64(want[1].Size) {
-		t.Fatalf("published size of %s in the file %d after the flush, want %d", want[1].Log, n, want[1].Size)
-	}
+	// The handle's flusher writes the new published size to the file shortly after.
+	waitStored(t, db.r, want[1].Log, int64(want[1].Size))
 	if behind, err := db.ListUnpublished(ctx); err != nil || len(behind) != 1 || behind[0].Log != want[2].Log {
 		t.Fatalf("ListUnpublished after publishing %s and sealing %s = %+v (%v)", want[1].Log, want[2].Log, behind, err)
 	}
