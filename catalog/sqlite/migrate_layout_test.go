@@ -61,12 +61,7 @@ func openMigrated(t *testing.T, c *sql.DB, path string) *DB {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := Open(context.Background(), path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(db.Close)
-	return db
+	return openAt(t, path)
 }
 
 // TestMigrateCompactBatches opens a catalog of schema version 17 whose batch rows,
