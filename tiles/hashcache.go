@@ -2,6 +2,7 @@ package tiles
 
 import (
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
@@ -23,11 +24,16 @@ import (
 // authTile is a cached, authenticated tile and, once some call needed a hash above its
 // bottom level, its inner levels.
 type authTile struct {
-	data []byte // the tile: W hashes of its bottom level
+	data []byte      // the tile: W hashes of its bottom level
+	used atomic.Bool // looked up since the cache's clock hand last passed (tilecache.go)
 	once sync.Once
-	// inner[k-1] are the hashes of level k within the tile (k = 1..TileHeight-1),
-	// each of two below; a level holds W>>k of them.
-	inner [][]tlog.Hash
+	// inner holds the hashes of levels 1..TileHeight-1 within the tile, each of two
+	// below, level after level in one array: level k (W>>k hashes) starts at
+	// start[k], after the levels below it. One array, not one per level, so that a
+	// proof's reads of several levels of a tile no longer in the CPU's caches are
+	// independent loads the CPU overlaps, not chains of them.
+	inner []tlog.Hash
+	start [TileHeight]int
 }
 
 // hash returns the hash at level k (0 ≤ k < TileHeight) within the tile, position j.
@@ -38,23 +44,56 @@ func (t *authTile) hash(k, j int) tlog.Hash {
 		return h
 	}
 	t.once.Do(t.expand)
-	return t.inner[k-1][j]
+	return t.inner[t.start[k]+j]
+}
+
+// top returns the hash of the whole tile, a full one: of its two hashes at level
+// TileHeight-1.
+func (t *authTile) top() tlog.Hash {
+	t.once.Do(t.expand)
+	top := t.inner[t.start[TileHeight-1]:]
+	return tlog.NodeHash(top[0], top[1])
+}
+
+// touchPath reads one byte of bottom-level hash j and of each inner hash on its path
+// to the tile's top (the siblings a proof reads) and returns them xored, so that
+// their cache misses, independent loads, overlap instead of coming one by one as
+// the proof reads level after level.
+func (t *authTile) touchPath(j int) byte {
+	t.once.Do(t.expand)
+	x := t.data[j*tlog.HashSize] // and its sibling's, in the same cache line
+	for k := 1; k < TileHeight; k++ {
+		if i := t.start[k] + ((j >> k) ^ 1); i < len(t.inner) {
+			x ^= t.inner[i][0]
+		}
+	}
+	return x
 }
 
 func (t *authTile) expand() {
 	w := len(t.data) / tlog.HashSize
-	below := make([]tlog.Hash, w)
-	for i := range below {
-		copy(below[i][:], t.data[i*tlog.HashSize:])
+	total := 0
+	for k := 1; k < TileHeight; k++ {
+		t.start[k] = total
+		total += w >> k
+	}
+	inner := make([]tlog.Hash, total)
+	below := func(i int) (h tlog.Hash) {
+		copy(h[:], t.data[i*tlog.HashSize:])
+		return h
 	}
 	for k := 1; k < TileHeight && w>>k > 0; k++ {
-		level := make([]tlog.Hash, w>>k)
+		level := inner[t.start[k] : t.start[k]+w>>k]
 		for j := range level {
-			level[j] = tlog.NodeHash(below[2*j], below[2*j+1])
+			if k == 1 {
+				level[j] = tlog.NodeHash(below(2*j), below(2*j+1))
+			} else {
+				prev := inner[t.start[k-1]:]
+				level[j] = tlog.NodeHash(prev[2*j], prev[2*j+1])
+			}
 		}
-		t.inner = append(t.inner, level)
-		below = level
 	}
+	t.inner = inner
 }
 
 // cachedHashReader reads stored hashes of the trusted tree from cached authenticated
@@ -76,9 +115,9 @@ func (c *cachedHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 			return c.slow.ReadHashes(indexes) // its error
 		}
 		t, k, j := treeTile(x, n)
-		if key := c.r.prefix.tileKey(t); at == nil || key != atKey {
+		if key := c.r.tileKey(t); at == nil || key != atKey {
 			var ok bool
-			if at, ok = c.r.cache.c.Get(key); !ok {
+			if at, ok = c.r.cache.get(key); !ok {
 				return c.slow.ReadHashes(indexes)
 			}
 			atKey = key

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	sttlog "github.com/sealtrail/sealtrail/tlog"
 	"golang.org/x/mod/sumdb/tlog"
 	"golang.org/x/sync/errgroup"
@@ -15,43 +15,6 @@ import (
 type Tree struct {
 	Size uint64
 	Root tlog.Hash
-}
-
-// A TileCache keeps recently read tiles, keyed by log prefix and tile (what the
-// object key is made of). A tile path always names the same bytes (partial tiles
-// too), so entries never go stale; only tiles authenticated against a trusted root
-// are added. It is safe for concurrent use and
-// is meant to be shared by every Reader of one Store (keys do not name the store).
-type TileCache struct {
-	c *lru.Cache[tileKey, *authTile] // hashcache.go
-}
-
-// tileKey names a tile of one log: its prefix and its place (what its object key is
-// made of, without building the key).
-type tileKey struct {
-	prefix Prefix
-	l      int
-	n      int64
-	w      int
-}
-
-// tileKey returns the key of tile t of the log under p; like TilePath, it ignores t.H
-// and takes any width outside [1, TileWidth) as a full tile.
-func (p Prefix) tileKey(t tlog.Tile) tileKey {
-	w := t.W
-	if w <= 0 || w >= TileWidth {
-		w = TileWidth
-	}
-	return tileKey{prefix: p, l: t.L, n: t.N, w: w}
-}
-
-// NewTileCache returns a cache of at most maxTiles tiles (a full tile is 8 KiB).
-func NewTileCache(maxTiles int) (*TileCache, error) {
-	c, err := lru.New[tileKey, *authTile](maxTiles)
-	if err != nil {
-		return nil, fmt.Errorf("tiles: tile cache: %w", err)
-	}
-	return &TileCache{c: c}, nil
 }
 
 // A Reader reads proofs, leaf hashes and entries of one log from its tiles, for
@@ -69,13 +32,23 @@ type Reader struct {
 	prefix  Prefix
 	trusted Tree
 	cache   *TileCache
+	cacheID uint64     // the log's number in cache's keys
 	edge    *edgeState // nil unless the trusted tree is only partly materialized
+
+	// rightEdge memoizes the hashes of the trusted tree's incomplete right-edge
+	// nodes, by level, which nearly every inclusion proof includes (inclusion.go);
+	// allocated on first use.
+	rightEdge atomic.Pointer[[64]atomic.Pointer[tlog.Hash]]
 }
 
 // NewReader returns a Reader of the log under prefix p in s, trusting tree. cache may
 // be nil.
 func NewReader(s Store, p Prefix, trusted Tree, cache *TileCache) *Reader {
-	return &Reader{store: s, prefix: p, trusted: trusted, cache: cache}
+	r := &Reader{store: s, prefix: p, trusted: trusted, cache: cache}
+	if cache != nil {
+		r.cacheID = cache.logID(p)
+	}
+	return r
 }
 
 // InclusionProof returns the RFC 6962 inclusion proof of leaf index in the tree of
@@ -83,6 +56,9 @@ func NewReader(s Store, p Prefix, trusted Tree, cache *TileCache) *Reader {
 func (r *Reader) InclusionProof(ctx context.Context, index, size uint64) ([]tlog.Hash, error) {
 	if index >= size || size > r.trusted.Size {
 		return nil, fmt.Errorf("tiles: inclusion proof of leaf %d in tree %d (trusted size %d): out of range", index, size, r.trusted.Size)
+	}
+	if _, p, ok := r.cachedInclusion(ctx, index, size); ok {
+		return p, nil
 	}
 	var p tlog.RecordProof
 	err := r.withHashes(ctx, func(hr tlog.HashReader) (err error) {
@@ -100,6 +76,9 @@ func (r *Reader) InclusionProof(ctx context.Context, index, size uint64) ([]tlog
 func (r *Reader) InclusionProofLeaf(ctx context.Context, index, size uint64) (tlog.Hash, []tlog.Hash, error) {
 	if index >= size || size > r.trusted.Size {
 		return tlog.Hash{}, nil, fmt.Errorf("tiles: inclusion proof of leaf %d in tree %d (trusted size %d): out of range", index, size, r.trusted.Size)
+	}
+	if leaf, p, ok := r.cachedInclusion(ctx, index, size); ok {
+		return leaf, p, nil
 	}
 	var p tlog.RecordProof
 	var leaf []tlog.Hash
@@ -277,7 +256,7 @@ func (t *tileReader) ReadTiles(tiles []tlog.Tile) ([][]byte, error) {
 	g, ctx := errgroup.WithContext(t.ctx)
 	for i, tile := range tiles {
 		if t.r.cache != nil {
-			if at, ok := t.r.cache.c.Get(t.r.prefix.tileKey(tile)); ok {
+			if at, ok := t.r.cache.get(t.r.tileKey(tile)); ok {
 				out[i] = at.data
 				continue
 			}
@@ -311,6 +290,6 @@ func (t *tileReader) SaveTiles(tiles []tlog.Tile, data [][]byte) {
 	}
 	for i, tile := range tiles {
 		// An entry already cached keeps its inner levels.
-		t.r.cache.c.ContainsOrAdd(t.r.prefix.tileKey(tile), &authTile{data: data[i]})
+		t.r.cache.add(t.r.tileKey(tile), &authTile{data: data[i]})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,9 +37,7 @@ func proofCases(ctx context.Context, o options, t *table, self, work string) err
 	if err != nil {
 		return fmt.Errorf("trivial handler: %w", err)
 	}
-	t.run(ctx, o, 1, "trivial handler", fmt.Sprintf("GET, c=%d", o.proofConc), tp, "",
-		loadtest.Load{URL: "http://" + tp.addr + "/proof", Get: leafIndex, C: o.proofConc, Count: 1 << 30})
-	tp.stop()
+	defer tp.stop()
 
 	data, err := os.MkdirTemp(work, "data-")
 	if err != nil {
@@ -67,11 +66,33 @@ func proofCases(ctx context.Context, o options, t *table, self, work string) err
 	fmt.Fprintf(os.Stderr, "  filled %d events of %d bytes in %s\n", o.proofs, proofFillSize, time.Since(start).Round(time.Second))
 	name := fmt.Sprintf("inclusion proof, %d leaves", o.proofs)
 	proofURL := base + "/api/v1/proof/inclusion"
-	t.run(ctx, o, 1, "Sealtrail embedded", fmt.Sprintf("%s, by eventId, c=%d", name, o.proofConc), p, "",
-		loadtest.Load{URL: proofURL, Tokens: []string{key.Secret}, C: o.proofConc, Count: 1 << 30,
-			Get: func(i int) string { return "?eventId=" + url.QueryEscape(ids[i*7%len(ids)]) }})
-	t.run(ctx, o, 1, "Sealtrail embedded", fmt.Sprintf("%s, by leafIndex, c=%d", name, o.proofConc), p, "",
-		loadtest.Load{URL: proofURL, Tokens: []string{key.Secret}, C: o.proofConc, Count: 1 << 30, Get: leafIndex})
+	// Both servers stay up, and every round measures the trivial handler next to the
+	// proofs (in reverse order every other round), so that each round's ratio
+	// compares the same minutes of this machine, as the ingest cases' do.
+	cases := []func(round int){
+		func(round int) {
+			t.run(ctx, o, round, "trivial handler", fmt.Sprintf("GET, c=%d", o.proofConc), tp, "",
+				loadtest.Load{URL: "http://" + tp.addr + "/proof", Get: leafIndex, C: o.proofConc, Count: 1 << 30})
+		},
+		func(round int) {
+			t.run(ctx, o, round, "Sealtrail embedded", fmt.Sprintf("%s, by eventId, c=%d", name, o.proofConc), p, "",
+				loadtest.Load{URL: proofURL, Tokens: []string{key.Secret}, C: o.proofConc, Count: 1 << 30,
+					Get: func(i int) string { return "?eventId=" + url.QueryEscape(ids[i*7%len(ids)]) }})
+		},
+		func(round int) {
+			t.run(ctx, o, round, "Sealtrail embedded", fmt.Sprintf("%s, by leafIndex, c=%d", name, o.proofConc), p, "",
+				loadtest.Load{URL: proofURL, Tokens: []string{key.Secret}, C: o.proofConc, Count: 1 << 30, Get: leafIndex})
+		},
+	}
+	for round := 1; round <= o.rounds; round++ {
+		order := slices.Clone(cases)
+		if round%2 == 0 {
+			slices.Reverse(order)
+		}
+		for _, c := range order {
+			c(round)
+		}
+	}
 	return nil
 }
 
