@@ -10,6 +10,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 )
@@ -37,6 +38,16 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sealtrail-load:", err)
+		if errors.As(err, new(usageError)) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
+
+// A usageError is a malformed flag or argument: exit status 2, as for an unknown
+// command.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }

@@ -41,12 +41,12 @@ type options struct {
 	only       *regexp.Regexp // runs only the cases whose "system, case" matches
 	profile    string         // directory for a CPU profile of each Sealtrail case
 	proofs     int            // leaves of the inclusion-proof cases (proofs.go); 0 skips them
+	batchConc  int            // batches in flight in the batch cases
 	proofConc  int            // concurrency of the inclusion-proof cases
 	rounds     int            // times every case runs, interleaved (see runAll)
 }
 
 func runAll(args []string) error {
-	var err error
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var o options
 	fs.StringVar(&o.sealtraild, "sealtraild", "bin/sealtraild", "the built service binary")
@@ -59,23 +59,36 @@ func runAll(args []string) error {
 	conc := fs.String("c", "200,1000", "concurrencies of the single-event one-project cases")
 	only := fs.String("only", "", "a regular expression: run only the cases whose \"system, case\" matches it")
 	fs.StringVar(&o.profile, "profile", "", "a directory: write a CPU profile of sealtraild over each Sealtrail case's measured window into it")
+	fs.IntVar(&o.batchConc, "batch-c", 4, "batches in flight in the batch cases")
 	fs.IntVar(&o.proofs, "proofs", 0, "also measure GET /proof/inclusion on a log of this many leaves (filled first, not measured); 0 skips it")
 	fs.IntVar(&o.proofConc, "proofs-c", 64, "concurrency of the inclusion-proof cases")
 	fs.IntVar(&o.rounds, "rounds", 1, "rounds: every case runs this many times, interleaved with the others, and the ratios are their medians")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return usageError{err}
 	}
-	if *only != "" {
-		if o.only, err = regexp.Compile(*only); err != nil {
+	if err := o.check(*only, *conc); err != nil {
+		return usageError{err}
+	}
+	return o.run()
+}
+
+// check validates the flags and fills in the options parsed from them.
+func (o *options) check(only, conc string) error {
+	if only != "" {
+		var err error
+		if o.only, err = regexp.Compile(only); err != nil {
 			return fmt.Errorf("-only: %w", err)
 		}
 	}
-	for _, s := range strings.Split(*conc, ",") {
+	for _, s := range strings.Split(conc, ",") {
 		var n int
 		if _, err := fmt.Sscan(s, &n); err != nil || n < 1 {
 			return fmt.Errorf("-c: %q is not a concurrency", s)
 		}
 		o.conc = append(o.conc, n)
+	}
+	if o.batchConc < 1 || o.batchConc > 256 {
+		return fmt.Errorf("-batch-c: %d is not between 1 and 256", o.batchConc)
 	}
 	if o.rounds < 1 || o.rounds > 20 {
 		return fmt.Errorf("-rounds: %d is not between 1 and 20", o.rounds)
@@ -86,6 +99,11 @@ func runAll(args []string) error {
 			return fmt.Errorf("-pg must be a postgres:// URL on 127.0.0.1")
 		}
 	}
+	return nil
+}
+
+// run runs every case o selects and prints the table and its ratios.
+func (o options) run() error {
 	if o.profile != "" {
 		if err := os.MkdirAll(o.profile, 0o755); err != nil {
 			return err
@@ -259,8 +277,8 @@ func casesOf(o options, servers []*server, single func(int) ([]byte, int)) []tes
 	many := func(s *server) []string { return s.many }
 	cmax := o.conc[len(o.conc)-1]
 	add(fmt.Sprintf("single, %d projects, c=%d", o.projects, cmax), sealtrail("/api/v1/log", many, single, cmax))
-	add(fmt.Sprintf("batch of %d, 1 project, c=4", o.batch), sealtrail("/api/v1/log/batch", one, batch, 4))
-	add(fmt.Sprintf("batch of %d, %d projects, c=4", o.batch, o.projects), sealtrail("/api/v1/log/batch", many, batch, 4))
+	add(fmt.Sprintf("batch of %d, 1 project, c=%d", o.batch, o.batchConc), sealtrail("/api/v1/log/batch", one, batch, o.batchConc))
+	add(fmt.Sprintf("batch of %d, %d projects, c=%d", o.batch, o.projects, o.batchConc), sealtrail("/api/v1/log/batch", many, batch, o.batchConc))
 	return cases
 }
 
