@@ -1,6 +1,7 @@
 package tiles
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
@@ -97,8 +98,11 @@ func (t *authTile) expand() {
 }
 
 // cachedHashReader reads stored hashes of the trusted tree from cached authenticated
-// tiles, and hands a call whose tiles are not all cached to TileHashReader.
+// tiles, or from full tiles it reads and checks against their cached parents
+// (cachedTiles.fillTile, inclusion.go), and hands a call whose tiles are not all
+// available so to TileHashReader.
 type cachedHashReader struct {
+	ctx  context.Context
 	r    *Reader
 	slow tlog.HashReader
 }
@@ -117,7 +121,11 @@ func (c *cachedHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 		t, k, j := treeTile(x, n)
 		if key := c.r.tileKey(t); at == nil || key != atKey {
 			var ok bool
-			if at, ok = c.r.cache.get(key); !ok {
+			if at, ok = c.r.cache.get(key); !ok && t.W == TileWidth {
+				fill := cachedTiles{ctx: c.ctx, r: c.r}
+				at, ok = fill.fillTile(t.L, uint64(t.N))
+			}
+			if !ok {
 				return c.slow.ReadHashes(indexes)
 			}
 			atKey = key

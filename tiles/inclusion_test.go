@@ -143,19 +143,30 @@ func (m *mapStore) Put(context.Context, string, []byte, Attrs) error { return er
 
 func (m *mapStore) Delete(context.Context, string) error { return errors.ErrUnsupported }
 
+// threeRowsSize is the size of the tree of threeRows: three tile rows, partial
+// tiles at the right edge of each.
+const threeRowsSize = 3*TileWidth*TileWidth + 77
+
+// threeRows returns the tree of threeRowsSize leaves and its root.
+func threeRows(t *testing.T) (memTree, tlog.Hash) {
+	var m memTree
+	m.grow(t, threeRowsSize)
+	root, err := tlog.TreeHash(threeRowsSize, &m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, root
+}
+
 // TestCachedInclusionMissingTile drops each tile of a tree of three tile rows from the
 // cache in turn, with every tile in the store. A missing full tile under a cached
 // parent is read from the store once, checked against the parent, cached and used; a
 // missing partial tile, or one whose stored bytes differ, makes the cached path
 // decline (ProveRecord's way then reads and judges it), caching nothing.
 func TestCachedInclusionMissingTile(t *testing.T) {
-	var m memTree
-	const n = 3*TileWidth*TileWidth + 77
-	m.grow(t, n)
-	root, err := tlog.TreeHash(n, &m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, root := threeRows(t)
+	const n = threeRowsSize
+	var err error
 	tiles := tlog.NewTiles(TileHeight, 0, n)
 	store := &mapStore{objs: map[string][]byte{}}
 	data := make([][]byte, len(tiles))
@@ -264,4 +275,91 @@ func BenchmarkCachedInclusion(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestCachedHashReaderFills checks consistency proofs and roots (cachedHashReader)
+// with only the tiles above the leaves and the partial one at the tree's right edge
+// cached: each leaf tile a call needs is read from the store once, checked against
+// its cached parent and cached, and the answers equal x/mod's over the same hashes; a
+// leaf tile whose stored bytes differ is not cached and the call fails with
+// ErrMismatch.
+func TestCachedHashReaderFills(t *testing.T) {
+	m, root := threeRows(t)
+	const n = threeRowsSize
+	var err error
+	store := &mapStore{objs: map[string][]byte{}}
+	c, err := NewTileCache(1 << 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewReader(store, "p/", Tree{Size: n, Root: root}, c)
+	for _, tile := range tlog.NewTiles(TileHeight, 0, n) {
+		data, err := tlog.ReadTileData(tile, &m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store.objs[Prefix("p/").Key(TilePath(tile))] = data
+		if tile.L > 0 || tile.W < TileWidth { // all but the full leaf tiles
+			c.add(r.tileKey(tile), &authTile{data: data})
+		}
+	}
+	rng := rand.New(rand.NewPCG(11, 12))
+	for range 200 {
+		old := 1 + rng.Int64N(n-1)
+		if old%TileWidth == 0 {
+			old++
+		}
+		leafTile := tlog.Tile{H: TileHeight, L: 0, N: (old - 1) / TileWidth, W: TileWidth}
+		_, wasCached := c.get(r.tileKey(leafTile))
+		store.reads = 0
+		// Through cachedHashReader alone: TileHashReader (which would read, check
+		// and cache the tile too, at more cost) must not be needed.
+		hr := &cachedHashReader{ctx: t.Context(), r: r, slow: tlog.HashReaderFunc(func([]int64) ([]tlog.Hash, error) {
+			t.Fatalf("consistency %d to %d: a hash was not found in the cache or filled", old, n)
+			return nil, nil
+		})}
+		got, err := tlog.ProveTree(n, old, hr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := tlog.ProveTree(n, old, &m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("consistency %d to %d: %d hashes, ProveTree %d", old, n, len(got), len(want))
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("consistency %d to %d: hash %d differs from ProveTree's", old, n, i)
+			}
+		}
+		if _, cached := c.get(r.tileKey(leafTile)); !cached || (!wasCached && store.reads != 1) {
+			t.Fatalf("consistency %d to %d: leaf tile %v cached %v after %d reads (cached before: %v)", old, n, leafTile, cached, store.reads, wasCached)
+		}
+		h, err := tlog.TreeHash(old, hr)
+		if wantH, _ := tlog.TreeHash(old, &m); err != nil || h != wantH {
+			t.Fatalf("TreeHash(%d) = %v, %v", old, h, err)
+		}
+		if p, err := r.ConsistencyProof(t.Context(), uint64(old), n); err != nil || len(p) != len(want) || p[0] != want[0] {
+			t.Fatalf("Reader.ConsistencyProof(%d, %d): %d hashes, %v", old, n, len(p), err)
+		}
+	}
+	// A leaf tile not cached, altered in the store.
+	for n0 := int64(0); ; n0++ {
+		tile := tlog.Tile{H: TileHeight, L: 0, N: n0, W: TileWidth}
+		if _, cached := c.get(r.tileKey(tile)); cached {
+			continue
+		}
+		key := Prefix("p/").Key(TilePath(tile))
+		store.objs[key][5] ^= 1
+		old := uint64(n0*TileWidth + 3)
+		if _, err := r.ConsistencyProof(t.Context(), old, n); !errors.Is(err, ErrMismatch) {
+			t.Fatalf("consistency %d to %d over an altered tile: %v, want ErrMismatch", old, n, err)
+		}
+		if _, cached := c.get(r.tileKey(tile)); cached {
+			t.Fatal("the altered tile was cached")
+		}
+		break
+	}
 }
