@@ -1,7 +1,6 @@
 package tiles
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 
@@ -85,11 +84,11 @@ func (t *authTile) expand() {
 	}
 	for k := 1; k < TileHeight && w>>k > 0; k++ {
 		level := inner[t.start[k] : t.start[k]+w>>k]
+		prev := inner[t.start[k-1]:] // level k-1, for k > 1
 		for j := range level {
 			if k == 1 {
 				level[j] = tlog.NodeHash(below(2*j), below(2*j+1))
 			} else {
-				prev := inner[t.start[k-1]:]
 				level[j] = tlog.NodeHash(prev[2*j], prev[2*j+1])
 			}
 		}
@@ -97,43 +96,28 @@ func (t *authTile) expand() {
 	t.inner = inner
 }
 
-// cachedHashReader reads stored hashes of the trusted tree from cached authenticated
-// tiles, or from full tiles it reads and checks against their cached parents
-// (cachedTiles.fillTile, inclusion.go), and hands a call whose tiles are not all
-// available so to TileHashReader.
+// cachedHashReader reads stored hashes of the trusted tree as cachedInclusion does
+// (cachedTiles, inclusion.go: cached tiles, or full tiles read and checked against
+// their cached parents), and hands a call whose hashes are not all available so to
+// TileHashReader.
 type cachedHashReader struct {
-	ctx  context.Context
-	r    *Reader
-	slow tlog.HashReader
+	tiles cachedTiles
+	slow  tlog.HashReader
 }
 
 func (c *cachedHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
-	n := int64(c.r.trusted.Size)
+	n := int64(c.tiles.r.trusted.Size)
 	out := make([]tlog.Hash, len(indexes))
-	// A proof reads its hashes level by level, several from each tile: look each
-	// tile up once.
-	var at *authTile
-	var atKey tileKey
 	for i, x := range indexes {
 		if x < 0 || x >= tlog.StoredHashIndex(0, n) {
 			return c.slow.ReadHashes(indexes) // its error
 		}
-		t, k, j := treeTile(x, n)
-		if key := c.r.tileKey(t); at == nil || key != atKey {
-			var ok bool
-			if at, ok = c.r.cache.get(key); !ok && t.W == TileWidth {
-				fill := cachedTiles{ctx: c.ctx, r: c.r}
-				at, ok = fill.fillTile(t.L, uint64(t.N))
-			}
-			if !ok {
-				return c.slow.ReadHashes(indexes)
-			}
-			atKey = key
-		}
-		if (j+1)<<k > t.W {
+		level, pos := tlog.SplitStoredHashIndex(x)
+		h, ok := c.tiles.stored(level, uint64(pos))
+		if !ok {
 			return c.slow.ReadHashes(indexes)
 		}
-		out[i] = at.hash(k, j)
+		out[i] = h
 	}
 	return out, nil
 }
@@ -142,6 +126,13 @@ func (c *cachedHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 // width in that tree, as TileHashReader reads it), and x's level and position in it.
 func treeTile(x, n int64) (t tlog.Tile, k, j int) {
 	level, pos := tlog.SplitStoredHashIndex(x)
+	return nodeTile(level, pos, n)
+}
+
+// nodeTile returns the tile of the tree of size n that holds the complete subtree at
+// level, position pos (at its width in that tree; not positive for a tile beyond the
+// tree), and the subtree's level and position in it.
+func nodeTile(level int, pos, n int64) (t tlog.Tile, k, j int) {
 	t = tlog.Tile{H: TileHeight, L: level / TileHeight}
 	k = level - t.L*TileHeight
 	t.N = pos << uint(k) >> TileHeight

@@ -35,18 +35,15 @@ import (
 // of size size (index < size <= r.trusted.Size), reading only cached tiles of the
 // trusted tree; ok is false when a tile it needs is not cached.
 func (r *Reader) cachedInclusion(ctx context.Context, index, size uint64) (leaf tlog.Hash, proof []tlog.Hash, ok bool) {
-	if r.cache == nil || r.edge != nil || index >= size || size > r.trusted.Size {
+	if r.cache == nil || r.edge != nil || index >= size || size > r.trusted.Size || r.trusted.Size > 1<<62 {
 		return tlog.Hash{}, nil, false
 	}
 	hr := cachedTiles{ctx: ctx, r: r}
 	// The leaf's tile first, and every hash of it the proof reads at once (touchPath).
-	if _, ok = hr.tile(0, index>>TileHeight); !ok {
-		return tlog.Hash{}, nil, false
-	}
-	hr.sink = hr.last.touchPath(int(index % TileWidth))
 	if leaf, ok = hr.stored(0, index); !ok {
 		return tlog.Hash{}, nil, false
 	}
+	hr.sink = hr.last.touchPath(int(index % TileWidth))
 	proof = make([]tlog.Hash, 0, bits.Len64(size-1))
 	for level := 0; (size-1)>>level > 0; level++ {
 		at, last := index>>level, (size-1)>>level
@@ -116,46 +113,27 @@ type cachedTiles struct {
 }
 
 // stored returns the hash of the complete subtree at level, position n (covering
-// leaves [n<<level, (n+1)<<level)), from the cached tile of the trusted tree holding
-// it.
+// leaves [n<<level, (n+1)<<level)), from the tile of the trusted tree holding it.
 func (c *cachedTiles) stored(level int, n uint64) (tlog.Hash, bool) {
-	size := c.r.trusted.Size
-	tl, k := level/TileHeight, level%TileHeight
-	// Position n at level k of tile row tl: in tile n<<k>>TileHeight, at
-	// n - tile<<(TileHeight-k).
-	tile := n << uint(k) >> TileHeight
-	j := n - tile<<uint(TileHeight-k)
-	row := size >> uint(tl*TileHeight) // hashes at the bottom of tile row tl
-	if tile*TileWidth >= row {
-		return tlog.Hash{}, false
-	}
-	w := min(row-tile*TileWidth, TileWidth)
-	if (j+1)<<uint(k) > w {
+	t, k, j := nodeTile(level, int64(n), int64(c.r.trusted.Size))
+	if t.W <= 0 || (j+1)<<uint(k) > t.W {
 		return tlog.Hash{}, false // not complete in the trusted tree
 	}
-	at, ok := c.tileW(tl, tile, w)
+	at, ok := c.tile(t)
 	if !ok {
 		return tlog.Hash{}, false
 	}
-	return at.hash(k, int(j)), true
+	return at.hash(k, j), true
 }
 
-// tile returns cached tile n of tile row tl of the trusted tree, at its width there.
-func (c *cachedTiles) tile(tl int, n uint64) (*authTile, bool) {
-	row := c.r.trusted.Size >> uint(tl*TileHeight)
-	if n*TileWidth >= row {
-		return nil, false
-	}
-	return c.tileW(tl, n, min(row-n*TileWidth, TileWidth))
-}
-
-// tileW returns cached tile n of tile row tl, of width w.
-func (c *cachedTiles) tileW(tl int, n, w uint64) (*authTile, bool) {
-	key := c.r.tileKey(tlog.Tile{H: TileHeight, L: tl, N: int64(n), W: int(w)})
+// tile returns tile t of the trusted tree (at its width there) from the cache, or a
+// full one from the store through fillTile.
+func (c *cachedTiles) tile(t tlog.Tile) (*authTile, bool) {
+	key := c.r.tileKey(t)
 	if c.last == nil || key != c.lastKey {
 		at, ok := c.r.cache.get(key)
-		if !ok && w == TileWidth {
-			at, ok = c.fillTile(tl, n)
+		if !ok && t.W == TileWidth {
+			at, ok = c.fillTile(t.L, uint64(t.N))
 		}
 		if !ok {
 			return nil, false

@@ -314,7 +314,7 @@ func TestCachedHashReaderFills(t *testing.T) {
 		store.reads = 0
 		// Through cachedHashReader alone: TileHashReader (which would read, check
 		// and cache the tile too, at more cost) must not be needed.
-		hr := &cachedHashReader{ctx: t.Context(), r: r, slow: tlog.HashReaderFunc(func([]int64) ([]tlog.Hash, error) {
+		hr := &cachedHashReader{tiles: cachedTiles{ctx: t.Context(), r: r}, slow: tlog.HashReaderFunc(func([]int64) ([]tlog.Hash, error) {
 			t.Fatalf("consistency %d to %d: a hash was not found in the cache or filled", old, n)
 			return nil, nil
 		})}

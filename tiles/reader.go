@@ -221,7 +221,7 @@ func (r *Reader) withHashes(ctx context.Context, f func(tlog.HashReader) error) 
 	} else {
 		var hr tlog.HashReader = tlog.TileHashReader(tlog.Tree{N: int64(r.trusted.Size), Hash: r.trusted.Root}, tr)
 		if r.cache != nil {
-			hr = &cachedHashReader{ctx: ctx, r: r, slow: hr}
+			hr = &cachedHashReader{tiles: cachedTiles{ctx: ctx, r: r}, slow: hr}
 		}
 		err = f(hr)
 	}
