@@ -50,6 +50,8 @@ func TestPragmas(t *testing.T) {
 		"synchronous": "2", // FULL
 		"temp_store":  "2", // MEMORY
 		"cache_size":  "-" + strconv.Itoa(writerCacheKiB),
+		// The WAL checkpointer's length trigger relies on it (walcheckpoint.go).
+		"journal_size_limit": strconv.Itoa(walLimitBytes),
 	} {
 		var got string
 		if err := db.w.QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&got); err != nil {

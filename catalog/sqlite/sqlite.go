@@ -99,6 +99,9 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	q.Add("_pragma", "foreign_keys(1)")
 	// Overwrite deleted content, so a destroyed data key leaves no bytes in the file.
 	q.Add("_pragma", "secure_delete(1)")
+	// The WAL file is cut back to this length when the writer starts it over
+	// (walcheckpoint.go).
+	q.Add("_pragma", "journal_size_limit("+strconv.Itoa(walLimitBytes)+")")
 	wq := url.Values{}
 	for k, v := range q {
 		wq[k] = slices.Clone(v)
@@ -190,7 +193,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("sqlite: open checkpointer %s: %w", path, err)
 	}
 	singleConn(c)
-	db.walc = startWALCheckpointer(c, opts.Logger)
+	db.walc = startWALCheckpointer(c, path, opts.Logger)
 	db.pub.start(db)
 	db.startMerger()
 	return db, nil
