@@ -134,11 +134,11 @@ func TestIdleStreamsCostNothing(t *testing.T) {
 	}
 	before := snap()
 	const quiet = 4 * time.Second
-	for settled := 0; ; settled += 4 {
+	for settled := time.Duration(0); ; settled += quiet {
 		time.Sleep(quiet)
 		after := snap()
 		if after == before {
-			t.Logf("background writers settled after %d more seconds", settled)
+			t.Logf("background writers settled after %v more", settled)
 			break
 		}
 		if after.objects != before.objects || after.seals != before.seals || after.publishes != before.publishes {

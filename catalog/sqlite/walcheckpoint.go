@@ -21,8 +21,8 @@ import (
 // a filesystem block again at the next one. With many project-streams the merges and
 // the checkpoint rows rewrite the same scattered pages tick after tick: checkpointing
 // every 3 s rather than every 250 ms wrote about a quarter fewer bytes per event with
-// 1,000 projects (a third of the catalog's), and the same with one project
-// (docs/performance.md, "round13"). Longer was not better: past the kernel's 5 s
+// 1,000 projects (a third of the catalog's), and about as many as before with one
+// project (docs/performance.md, "round13"). Longer was not better: past the kernel's 5 s
 // writeback period the dirty pages are written back anyway.
 //
 // The WAL is bounded by length too. journal_size_limit (walLimitBytes) makes the

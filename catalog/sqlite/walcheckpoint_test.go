@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -81,7 +82,7 @@ func TestWALCheckpointPolicy(t *testing.T) {
 	// journal_size_limit does at walLimitBytes), and a longer file is checkpointed at
 	// the checkpointer's next look.
 	const limit = 256 << 10
-	if _, err := db.w.ExecContext(ctx, `PRAGMA journal_size_limit = 262144`); err != nil {
+	if _, err := db.w.ExecContext(ctx, fmt.Sprintf("PRAGMA journal_size_limit = %d", limit)); err != nil {
 		t.Fatal(err)
 	}
 	wc = start(time.Hour, limit)
