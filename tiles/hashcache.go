@@ -122,16 +122,9 @@ func (c *cachedHashReader) ReadHashes(indexes []int64) ([]tlog.Hash, error) {
 	return out, nil
 }
 
-// treeTile returns the tile of the tree of size n that holds stored hash x (at its
-// width in that tree, as TileHashReader reads it), and x's level and position in it.
-func treeTile(x, n int64) (t tlog.Tile, k, j int) {
-	level, pos := tlog.SplitStoredHashIndex(x)
-	return nodeTile(level, pos, n)
-}
-
 // nodeTile returns the tile of the tree of size n that holds the complete subtree at
-// level, position pos (at its width in that tree; not positive for a tile beyond the
-// tree), and the subtree's level and position in it.
+// level, position pos (at its width in that tree, as TileHashReader reads it; not
+// positive for a tile beyond the tree), and the subtree's level and position in it.
 func nodeTile(level int, pos, n int64) (t tlog.Tile, k, j int) {
 	t = tlog.Tile{H: TileHeight, L: level / TileHeight}
 	k = level - t.L*TileHeight

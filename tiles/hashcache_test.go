@@ -9,7 +9,7 @@ import (
 )
 
 // TestAuthTileHash checks the cached reading of a stored hash against x/mod's own:
-// the tile treeTile names is TileForIndex's tile widened to the tree (as
+// the tile nodeTile names is TileForIndex's tile widened to the tree (as
 // TileHashReader reads it), and authTile.hash is HashFromTile, for stored hashes at
 // every level of trees of random sizes, partial tiles included.
 func TestAuthTileHash(t *testing.T) {
@@ -24,14 +24,15 @@ func TestAuthTileHash(t *testing.T) {
 		for n>>uint(level) == 0 {
 			level = rng.IntN(level + 1)
 		}
-		x := tlog.StoredHashIndex(level, rng.Int64N(n>>uint(level)))
-		tile, k, j := treeTile(x, n)
+		pos := rng.Int64N(n >> uint(level))
+		x := tlog.StoredHashIndex(level, pos)
+		tile, k, j := nodeTile(level, pos, n)
 		least := tlog.TileForIndex(TileHeight, x)
 		if tile.L != least.L || tile.N != least.N || tile.W < least.W || tile.W > TileWidth {
-			t.Fatalf("treeTile(%d, %d) = %v, TileForIndex %v", x, n, tile, least)
+			t.Fatalf("nodeTile for %d in %d = %v, TileForIndex %v", x, n, tile, least)
 		}
 		if rest := n>>uint(tile.L*TileHeight) - tile.N*TileWidth; tile.W != int(min(rest, TileWidth)) {
-			t.Fatalf("treeTile(%d, %d) = %v: width is not the tree's (%d)", x, n, tile, rest)
+			t.Fatalf("nodeTile for %d in %d = %v: width is not the tree's (%d)", x, n, tile, rest)
 		}
 		data := make([]byte, tile.W*tlog.HashSize)
 		for i := range tile.W {
