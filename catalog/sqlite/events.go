@@ -291,9 +291,72 @@ var (
 
 // termPart passes to each, in sequence order (descending if desc), the events of log
 // n whose sequence is in (from, to] and which term t names and filter matches, at
-// most limit of them. It walks t's postings from the end of the range it starts at,
-// so a page deep into a long history reads only the postings it returns from.
+// most limit of them. It walks the segments of the term index that overlap the range
+// (terms_segments.go), in order, and in each t's postings from the end of the range
+// it starts at, so a page deep into a long history reads only the postings it
+// returns from.
 func (db *DB) termPart(ctx context.Context, tx *sql.Tx, n int64, t term, from, to uint64, filter string, args []any, desc bool, limit int, each func(catalog.Event)) error {
+	found := 0
+	return eachSegment(ctx, tx, n, from, to, desc, func(s termSeg) (bool, error) {
+		got, err := db.segmentPart(ctx, tx, n, s.lo, t, max(from, s.lo), min(to, s.hi), filter, args, desc, limit-found, each)
+		found += got
+		return found < limit, err
+	})
+}
+
+// segmentRows is how many segments eachSegment reads at a time; a variable so that
+// tests can shrink it.
+var segmentRows = 64
+
+// eachSegment calls fn with the segments of log n's term index that hold sequences in
+// (from, to], in order (descending if desc), until fn returns false or an error.
+func eachSegment(ctx context.Context, tx *sql.Tx, n int64, from, to uint64, desc bool, fn func(termSeg) (bool, error)) error {
+	var cursor int64 // ascending: the least lo still to read; descending: the lo the next are below
+	if desc {
+		cursor = int64(to)
+	} else if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(lo), 0) FROM terms.term_segments WHERE log = ? AND lo <= ?`,
+		n, int64(from)).Scan(&cursor); err != nil {
+		return fmt.Errorf("segments of the term index: %w", err)
+	}
+	for {
+		q := `SELECT lo, hi FROM terms.term_segments WHERE log = ? AND lo >= ? AND lo < ? ORDER BY lo LIMIT ?`
+		a := []any{n, cursor, int64(to), segmentRows}
+		if desc {
+			q = `SELECT lo, hi FROM terms.term_segments WHERE log = ? AND lo < ? ORDER BY lo DESC LIMIT ?`
+			a = []any{n, cursor, segmentRows}
+		}
+		var segs []termSeg
+		if err := eachRow(ctx, tx, q, a, func(r *sql.Rows) error {
+			var lo, hi int64
+			err := r.Scan(&lo, &hi)
+			segs = append(segs, termSeg{lo: uint64(lo), hi: uint64(hi)})
+			return err
+		}); err != nil {
+			return fmt.Errorf("segments of the term index: %w", err)
+		}
+		for _, s := range segs {
+			if s.hi <= from {
+				if desc {
+					return nil
+				}
+				continue
+			}
+			if more, err := fn(s); err != nil || !more {
+				return err
+			}
+		}
+		if len(segs) < segmentRows {
+			return nil
+		}
+		if cursor = int64(segs[len(segs)-1].lo); !desc {
+			cursor++
+		}
+	}
+}
+
+// segmentPart is termPart within the segment seg, whose sequences (from, to] are
+// within: it returns how many events it passed to each.
+func (db *DB) segmentPart(ctx context.Context, tx *sql.Tx, n int64, seg uint64, t term, from, to uint64, filter string, args []any, desc bool, limit int, each func(catalog.Event)) (int, error) {
 	// A posting holds sequences from first to last, and no other posting of t
 	// overlaps it: ascending, the postings to read are those with last > from, in
 	// order of last; descending, the one with the least last >= to and those below.
@@ -301,8 +364,8 @@ func (db *DB) termPart(ctx context.Context, tx *sql.Tx, n int64, t term, from, t
 	if desc {
 		var b sql.NullInt64
 		if err := tx.QueryRowContext(ctx, `SELECT min(last) FROM terms.term_postings
-			WHERE log = ? AND kind = ? AND value = ? AND last >= ?`, n, t.kind, t.value, int64(to)).Scan(&b); err != nil {
-			return fmt.Errorf("postings of %d %q: %w", t.kind, t.value, err)
+			WHERE log = ? AND seg = ? AND kind = ? AND value = ? AND last >= ?`, n, int64(seg), t.kind, t.value, int64(to)).Scan(&b); err != nil {
+			return 0, fmt.Errorf("postings of %d %q: %w", t.kind, t.value, err)
 		}
 		bound = maxSeq
 		if b.Valid {
@@ -317,11 +380,11 @@ func (db *DB) termPart(ctx context.Context, tx *sql.Tx, n int64, t term, from, t
 		// (a posting of a frequent id holds thousands), at most postingRows of them.
 		var seqs []uint64
 		rows, enough := 0, false
-		q := `SELECT last, seqs FROM terms.term_postings WHERE log = ? AND kind = ? AND value = ? AND last > ? ORDER BY last LIMIT ?`
-		a := []any{n, t.kind, t.value, int64(bound), postingRows}
+		q := `SELECT last, seqs FROM terms.term_postings WHERE log = ? AND seg = ? AND kind = ? AND value = ? AND last > ? ORDER BY last LIMIT ?`
+		a := []any{n, int64(seg), t.kind, t.value, int64(bound), postingRows}
 		if desc {
-			q = `SELECT last, seqs FROM terms.term_postings WHERE log = ? AND kind = ? AND value = ? AND last <= ? AND last > ? ORDER BY last DESC LIMIT ?`
-			a = []any{n, t.kind, t.value, int64(bound), int64(from), postingRows}
+			q = `SELECT last, seqs FROM terms.term_postings WHERE log = ? AND seg = ? AND kind = ? AND value = ? AND last <= ? AND last > ? ORDER BY last DESC LIMIT ?`
+			a = []any{n, int64(seg), t.kind, t.value, int64(bound), int64(from), postingRows}
 		}
 		err := eachRow(ctx, tx, q, a, func(r *sql.Rows) error {
 			var last int64
@@ -352,7 +415,7 @@ func (db *DB) termPart(ctx context.Context, tx *sql.Tx, n int64, t term, from, t
 			return nil
 		})
 		if err != nil && !errors.Is(err, errEnough) {
-			return err
+			return found, err
 		}
 		for len(seqs) > 0 && found < limit {
 			chunk := seqs[:min(len(seqs), termLookup)]
@@ -361,14 +424,14 @@ func (db *DB) termPart(ctx context.Context, tx *sql.Tx, n int64, t term, from, t
 				found++
 				each(e)
 			}); err != nil {
-				return err
+				return found, err
 			}
 		}
 		if (!enough && rows < postingRows) || (desc && bound <= from) {
-			return nil
+			return found, nil
 		}
 	}
-	return nil
+	return found, nil
 }
 
 // pageOrder is the end of a page's statement: rows in key order (the first column,

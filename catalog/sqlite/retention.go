@@ -286,9 +286,8 @@ func (db *DB) scrubFreePages(ctx context.Context) error {
 // purge removes the sequences of runs (ascending, disjoint) of log number n from every
 // posting of the terms ScrubEvents blanks (all but statuses, which it keeps), after
 // indexing whatever is committed (so the indexer cannot add them back from terms it
-// kept in memory). A posting's sequences lie in one chunk of at most
-// termChunk events, so only postings whose last sequence is in [first, last+termChunk]
-// of the runs' span can hold one.
+// kept in memory). A posting's sequences lie in its segment, so only the postings of
+// the segments that overlap the runs' span can hold one.
 func (ti *termIndex) purge(ctx context.Context, n int64, runs []seqRun) error {
 	if len(runs) == 0 {
 		return nil
@@ -302,6 +301,7 @@ func (ti *termIndex) purge(ctx context.Context, n int64, runs []seqRun) error {
 	}
 	defer tx.Rollback()
 	type posting struct {
+		seg   int64
 		kind  int
 		value string
 		last  int64
@@ -313,11 +313,13 @@ func (ti *termIndex) purge(ctx context.Context, n int64, runs []seqRun) error {
 		return i < len(runs) && runs[i].first <= s
 	}
 	var ps []posting
-	err = eachRow(ctx, tx, `SELECT kind, value, last, seqs FROM term_postings WHERE log = ? AND kind <> ? AND last >= ? AND last <= ?`,
-		[]any{n, termStatus, int64(first), int64(last + termChunk)}, func(r *sql.Rows) error {
+	err = eachRow(ctx, tx, `SELECT p.seg, p.kind, p.value, p.last, p.seqs FROM term_segments s
+		JOIN term_postings p ON p.log = s.log AND p.seg = s.lo
+		WHERE s.log = ?1 AND s.lo >= coalesce((SELECT max(lo) FROM term_segments WHERE log = ?1 AND lo < ?2), 0) AND s.lo < ?3 AND p.kind <> ?4`,
+		[]any{n, int64(first), int64(last), termStatus}, func(r *sql.Rows) error {
 			var p posting
 			var list string
-			if err := r.Scan(&p.kind, &p.value, &p.last, &list); err != nil {
+			if err := r.Scan(&p.seg, &p.kind, &p.value, &p.last, &list); err != nil {
 				return err
 			}
 			seqs, err := parseSeqs(list)
@@ -338,8 +340,8 @@ func (ti *termIndex) purge(ctx context.Context, n int64, runs []seqRun) error {
 		return err
 	}
 	for _, p := range ps {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM term_postings WHERE log = ? AND kind = ? AND value = ? AND last = ?`,
-			n, p.kind, p.value, p.last); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM term_postings WHERE log = ? AND seg = ? AND kind = ? AND value = ? AND last = ?`,
+			n, p.seg, p.kind, p.value, p.last); err != nil {
 			return err
 		}
 		if len(p.kept) == 0 {
@@ -349,8 +351,8 @@ func (ti *termIndex) purge(ctx context.Context, n int64, runs []seqRun) error {
 		for i, s := range p.kept {
 			list[i] = strconv.FormatUint(s, 10)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO term_postings(log, kind, value, last, seqs) VALUES (?, ?, ?, ?, ?)`,
-			n, p.kind, p.value, int64(p.kept[len(p.kept)-1]), strings.Join(list, ",")); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO term_postings(log, seg, kind, value, last, seqs) VALUES (?, ?, ?, ?, ?, ?)`,
+			n, p.seg, p.kind, p.value, int64(p.kept[len(p.kept)-1]), strings.Join(list, ",")); err != nil {
 			return err
 		}
 	}

@@ -1,16 +1,13 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"database/sql/driver"
 	"fmt"
 	"log/slog"
 	"net/url"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +35,15 @@ import (
 // other chunk covers, so the postings of one value never overlap and their order by
 // last sequence is their order.
 //
+// The postings are laid out by segment (terms_segments.go): a chunk's postings form a
+// new segment at the right edge of its stream's postings, sorted by value within it,
+// and the indexer merges a stream's small segments into larger ones, so a chunk
+// writes a few contiguous pages wherever its values fall. Keyed by value alone, each
+// posting of a value the stream had not named went to a leaf of its own among the
+// stream's earlier postings, one 1 KiB WAL frame and one 4 KiB block at the file's
+// checkpoint per new actor or target, more as the stream grew (docs/performance.md,
+// "round14"). A query seeks the value in each segment its range overlaps, in order.
+//
 // It is derived data: every sequence in it is copied from an events row. Per
 // project-stream, term_state.indexed_seq says up to which sequence the index is
 // complete; it commits in the same transaction as the postings. A query drives its
@@ -56,8 +62,9 @@ const (
 
 	// termsFormat is term_meta.format; another value empties the file at open.
 	// Format 1 kept one event_terms row per event and id; format 2 had no actions
-	// and statuses, which the catalog's own indexes held.
-	termsFormat = "3"
+	// and statuses, which the catalog's own indexes held; format 3 keyed postings by
+	// value alone, without segments.
+	termsFormat = "4"
 
 	// termInterval is how often the indexer looks for new events; termChunk bounds
 	// the events one of its transactions indexes. It indexes them once no seal came
@@ -92,26 +99,34 @@ CREATE TABLE IF NOT EXISTS term_state (
   log         INTEGER PRIMARY KEY, -- logs.id in the catalog
   indexed_seq INTEGER NOT NULL     -- events 1..indexed_seq have their entries
 );
+CREATE TABLE IF NOT EXISTS term_segments (
+  log INTEGER NOT NULL,
+  lo  INTEGER NOT NULL, -- the segment indexes the events lo+1..hi of the log
+  hi  INTEGER NOT NULL,
+  PRIMARY KEY (log, lo)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS term_postings (
   log   INTEGER NOT NULL,
+  seg   INTEGER NOT NULL, -- term_segments.lo of the segment that holds it
   kind  INTEGER NOT NULL, -- 1 actor id, 2 target id, 3 action, 4 status
   value TEXT NOT NULL,    -- the id, action or status
   last  INTEGER NOT NULL, -- the highest sequence in seqs
-  seqs  TEXT NOT NULL,    -- the sequences of one chunk's events with this id, in decimal, comma-separated
-  PRIMARY KEY (log, kind, value, last)
+  seqs  TEXT NOT NULL,    -- the sequences of events with this id, in decimal, comma-separated
+  PRIMARY KEY (log, seg, kind, value, last)
 ) WITHOUT ROWID;`
 
 // postingInserts write the postings of one chunk, one statement per kind: each groups
 // the events with keys in (?1, ?2] of log ?3 (in events or events_recent, recent.go)
-// by the kind's column, their sequences counted from ?4 (the sequence of key ?1). One
+// by the kind's column, their sequences counted from ?4 (the sequence of key ?1, and
+// the chunk's segment). One
 // statement per kind: with UNION ALL over all, SQLite materialized the union before
 // grouping it.
 var postingInserts = [...]string{postingInsert(termActor, "actor_id"), postingInsert(termTarget, "target_id"),
 	postingInsert(termAction, "action"), postingInsert(termStatus, "status")}
 
 func postingInsert(kind int, col string) string {
-	return fmt.Sprintf(`INSERT INTO term_postings(log, kind, value, last, seqs)
-		SELECT ?3, %d, %s, max(k) - ?1 + ?4, group_concat(k - ?1 + ?4) FROM (
+	return fmt.Sprintf(`INSERT INTO term_postings(log, seg, kind, value, last, seqs)
+		SELECT ?3, ?4, %d, %s, max(k) - ?1 + ?4, group_concat(k - ?1 + ?4) FROM (
 			SELECT k, %[2]s FROM cat.events WHERE k > ?1 AND k <= ?2
 			UNION ALL SELECT k, %[2]s FROM cat.events_recent WHERE k > ?1 AND k <= ?2)
 		WHERE %[2]s <> '' GROUP BY %[2]s`, kind, col)
@@ -127,12 +142,13 @@ type termIndex struct {
 	done chan struct{}
 
 	mu        sync.Mutex
-	committed map[int64]uint64  // by log number: committed size, as this handle knows it
-	indexed   map[int64]uint64  // by log number: term_state.indexed_seq
-	recent    map[int64]*recent // by log number: ids of committed events not yet indexed
-	held      bool              // tests: the indexer indexes nothing while set
-	waiting   time.Time         // when the oldest event not yet indexed was sealed, as far as known; zero: none
-	lastSeal  time.Time         // when sealed was last called
+	committed map[int64]uint64    // by log number: committed size, as this handle knows it
+	indexed   map[int64]uint64    // by log number: term_state.indexed_seq
+	recent    map[int64]*recent   // by log number: ids of committed events not yet indexed
+	tails     map[int64][]termSeg // by log number: its newest segments, as committed (terms_segments.go)
+	held      bool                // tests: the indexer indexes nothing while set
+	waiting   time.Time           // when the oldest event not yet indexed was sealed, as far as known; zero: none
+	lastSeal  time.Time           // when sealed was last called
 }
 
 // openTerms opens (creating or emptying as needed) the term file at path for the
@@ -159,6 +175,7 @@ func openTerms(ctx context.Context, path, catalogPath, id string, log *slog.Logg
 	singleConn(w)
 	ti := &termIndex{w: w, log: log, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 		committed: make(map[int64]uint64), indexed: make(map[int64]uint64), recent: make(map[int64]*recent),
+		tails:   make(map[int64][]termSeg),
 		waiting: time.Now()} // whatever is committed but not indexed at open
 	if err := ti.load(ctx, id); err != nil {
 		w.Close()
@@ -226,7 +243,8 @@ func (ti *termIndex) load(ctx context.Context, id string) error {
 		return err
 	}
 	defer tx.Rollback()
-	for _, stmt := range []string{`DROP TABLE IF EXISTS event_terms`, `DROP TABLE term_postings`, `DROP TABLE term_state`, `DROP TABLE term_meta`, termsSchema} {
+	for _, stmt := range []string{`DROP TABLE IF EXISTS event_terms`, `DROP TABLE term_postings`, `DROP TABLE term_segments`,
+		`DROP TABLE term_state`, `DROP TABLE term_meta`, termsSchema} {
 		if _, err := tx.ExecContext(ctx, stmt); err != nil {
 			return fmt.Errorf("empty: %w", err)
 		}
@@ -238,6 +256,7 @@ func (ti *termIndex) load(ctx context.Context, id string) error {
 		return err
 	}
 	clear(ti.indexed)
+	clear(ti.tails)
 	return nil
 }
 
@@ -411,6 +430,8 @@ func (ti *termIndex) indexAll(ctx context.Context, work []termWork) error {
 	var (
 		ps     []logPosting
 		states []termWork
+		segs   []termSeg
+		tails  [][]termSeg
 	)
 	froms, err := ti.watermarks(ctx, tx, work)
 	if err != nil {
@@ -425,28 +446,37 @@ func (ti *termIndex) indexAll(ctx context.Context, work []termWork) error {
 		if from >= w.to {
 			continue
 		}
+		tail, err := ti.tail(ctx, tx, w.n, from)
+		if err != nil {
+			return err
+		}
 		kept, err := ti.indexLog(ctx, tx, w.n, from, w.to)
 		if err != nil {
 			return err
 		}
 		ps = append(ps, kept...)
 		states = append(states, w)
+		segs = append(segs, termSeg{lo: from, hi: w.to})
+		tails = append(tails, append(tail, termSeg{lo: from, hi: w.to}))
 	}
 	if len(states) > 0 {
-		// In the order of the primary key, so the inserts walk the B-tree once.
-		slices.SortFunc(ps, func(a, b logPosting) int {
-			return cmp.Or(cmp.Compare(a.n, b.n), cmp.Compare(a.kind, b.kind), strings.Compare(a.value, b.value))
-		})
-		if _, err := ti.st.postings.exec(ctx, tx, len(ps), func(i int, to []any) []any {
-			p := &ps[i]
-			return append(to, p.n, p.kind, p.value, int64(p.last), string(p.seqs))
-		}); err != nil {
+		if err := ti.insertPostings(ctx, tx, ps); err != nil {
 			return fmt.Errorf("index %d postings of %d logs: %w", len(ps), len(states), err)
+		}
+		if _, err := ti.st.segments.exec(ctx, tx, len(states), func(i int, to []any) []any {
+			return append(to, states[i].n, int64(segs[i].lo), int64(segs[i].hi))
+		}); err != nil {
+			return fmt.Errorf("segments of %d logs: %w", len(states), err)
 		}
 		if _, err := ti.st.state.exec(ctx, tx, len(states), func(i int, to []any) []any {
 			return append(to, states[i].n, int64(states[i].to))
 		}); err != nil {
 			return fmt.Errorf("watermarks of %d logs: %w", len(states), err)
+		}
+		for i, w := range states {
+			if tails[i], err = ti.compact(ctx, tx, w.n, tails[i]); err != nil {
+				return err
+			}
 		}
 		if err := tx.Commit(); err != nil {
 			return err
@@ -457,13 +487,18 @@ func (ti *termIndex) indexAll(ctx context.Context, work []termWork) error {
 		ti.indexed[w.n] = max(ti.indexed[w.n], done[i])
 		ti.forget(w.n, ti.indexed[w.n])
 	}
+	for i, w := range states {
+		ti.tails[w.n] = tails[i]
+	}
 	ti.mu.Unlock()
 	return nil
 }
 
-// logPosting is a posting of log number n of one of the kinds (termActor, ...).
+// logPosting is a posting of log number n of one of the kinds (termActor, ...), in
+// its segment seg.
 type logPosting struct {
 	n    int64
+	seg  uint64
 	kind int
 	posting
 }
@@ -566,8 +601,10 @@ const seenQuery = `SELECT (SELECT count(*) FROM cat.events WHERE k IN (SELECT va
 // termStmts are the indexer's statements, prepared once on its connection.
 type termStmts struct {
 	watermarks *sql.Stmt // term_state rows of the logs in the JSON array ?
+	segs       segStmts  // terms_segments.go
 	seen       *sql.Stmt // how many of the keys in the JSON array ? the catalog holds
 	postings   *rowStmts // INSERTs of term_postings rows
+	segments   *rowStmts // INSERTs of term_segments rows
 	state      *rowStmts // upserts of term_state rows
 }
 
@@ -580,8 +617,18 @@ func (st *termStmts) prepare(ctx context.Context, w *sql.DB) error {
 		st.close()
 		return fmt.Errorf("prepare: %w", err)
 	}
-	if st.postings, err = prepareRows(ctx, w, 5, func(rows int) string {
-		return `INSERT INTO term_postings(log, kind, value, last, seqs) VALUES ` + valuesRows(rows, 5)
+	if err = st.segs.prepare(ctx, w); err != nil {
+		st.close()
+		return err
+	}
+	if st.postings, err = prepareRows(ctx, w, 6, func(rows int) string {
+		return `INSERT INTO term_postings(log, seg, kind, value, last, seqs) VALUES ` + valuesRows(rows, 6)
+	}); err != nil {
+		st.close()
+		return err
+	}
+	if st.segments, err = prepareRows(ctx, w, 3, func(rows int) string {
+		return `INSERT INTO term_segments(log, lo, hi) VALUES ` + valuesRows(rows, 3)
 	}); err != nil {
 		st.close()
 		return err
@@ -597,12 +644,13 @@ func (st *termStmts) prepare(ctx context.Context, w *sql.DB) error {
 }
 
 func (st *termStmts) close() {
-	for _, s := range []*sql.Stmt{st.watermarks, st.seen} {
+	for _, s := range append([]*sql.Stmt{st.watermarks, st.seen}, st.segs.all()...) {
 		if s != nil {
 			s.Close()
 		}
 	}
 	st.postings.close()
+	st.segments.close()
 	st.state.close()
 }
 

@@ -162,9 +162,11 @@ func checkPlans(t *testing.T, cases []planCase) {
 func TestQueryPlans(t *testing.T) {
 	u1 := &catalog.Entity{Type: "user", ID: "u1"}
 	const (
-		// termSearch is the walk of one term's postings in order, and rowSearch the
-		// look-up of each sequence's row.
-		termSearch = "SEARCH terms.term_postings USING PRIMARY KEY (log=? AND kind=? AND value=? AND last>?"
+		// segSearch is the walk of the term index's segments of a log in order,
+		// termSearch the walk of one term's postings in a segment in order, and
+		// rowSearch the look-up of each sequence's row.
+		segSearch  = "SEARCH terms.term_segments USING PRIMARY KEY (log=? AND lo"
+		termSearch = "SEARCH terms.term_postings USING PRIMARY KEY (log=? AND seg=? AND kind=? AND value=? AND last>?"
 		rowSearch  = "SEARCH e USING INTEGER PRIMARY KEY (rowid=?)"
 		// tailSearch is the scan of the events past the watermark.
 		tailSearch = "SEARCH e USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)"
@@ -180,22 +182,22 @@ func TestQueryPlans(t *testing.T) {
 			_, err := db.EventsByID(context.Background(), termLogA, []string{"e1", "e2", "e300"})
 			return err
 		}, []string{idSearch}},
-		{"action", planQuery(catalog.Query{Action: "write", Cursor: 20}), []string{termSearch, rowSearch, tailSearch}},
-		{"status", planQuery(catalog.Query{Status: "failed", Descending: true}), []string{termSearch, rowSearch, tailSearch}},
+		{"action", planQuery(catalog.Query{Action: "write", Cursor: 20}), []string{segSearch, termSearch, rowSearch, tailSearch}},
+		{"status", planQuery(catalog.Query{Status: "failed", Descending: true}), []string{segSearch, termSearch, rowSearch, tailSearch}},
 		{"status from cursor", planQuery(catalog.Query{Status: "failed", Descending: true, Cursor: 300}),
-			[]string{termSearch, rowSearch, tailSearch}},
+			[]string{segSearch, termSearch, rowSearch, tailSearch}},
 		{"time range", planQuery(catalog.Query{From: termBase.Add(10 * time.Minute), To: termBase.Add(11 * time.Minute)}),
 			[]string{boundSearch, boundSearchRecent, tailSearch}},
 		{"action and time", planQuery(catalog.Query{Action: "read", From: termBase.Add(10 * time.Minute)}),
-			[]string{boundSearch, boundSearchRecent, termSearch, rowSearch, tailSearch}},
-		{"action and status", planQuery(catalog.Query{Action: "read", Status: "failed"}), []string{termSearch, rowSearch, tailSearch}},
-		{"actor", planQuery(catalog.Query{ActorID: "u1"}), []string{termSearch, rowSearch, tailSearch}},
-		{"target descending", planQuery(catalog.Query{TargetID: "d1", Descending: true}), []string{termSearch, rowSearch, tailSearch}},
-		{"actor and status", planQuery(catalog.Query{ActorID: "u2", Status: "success", Cursor: 100}), []string{termSearch, rowSearch, tailSearch}},
-		{"entity all", planQuery(catalog.Query{Entity: u1}), []string{termSearch, rowSearch, tailSearch}},
-		{"entity outgoing", planQuery(catalog.Query{Entity: u1, Direction: catalog.DirectionOutgoing}), []string{termSearch, rowSearch, tailSearch}},
+			[]string{boundSearch, boundSearchRecent, segSearch, termSearch, rowSearch, tailSearch}},
+		{"action and status", planQuery(catalog.Query{Action: "read", Status: "failed"}), []string{segSearch, termSearch, rowSearch, tailSearch}},
+		{"actor", planQuery(catalog.Query{ActorID: "u1"}), []string{segSearch, termSearch, rowSearch, tailSearch}},
+		{"target descending", planQuery(catalog.Query{TargetID: "d1", Descending: true}), []string{segSearch, termSearch, rowSearch, tailSearch}},
+		{"actor and status", planQuery(catalog.Query{ActorID: "u2", Status: "success", Cursor: 100}), []string{segSearch, termSearch, rowSearch, tailSearch}},
+		{"entity all", planQuery(catalog.Query{Entity: u1}), []string{segSearch, termSearch, rowSearch, tailSearch}},
+		{"entity outgoing", planQuery(catalog.Query{Entity: u1, Direction: catalog.DirectionOutgoing}), []string{segSearch, termSearch, rowSearch, tailSearch}},
 		{"entity incoming", planQuery(catalog.Query{Entity: u1, Direction: catalog.DirectionIncoming, Descending: true}),
-			[]string{termSearch, rowSearch, tailSearch}},
+			[]string{segSearch, termSearch, rowSearch, tailSearch}},
 		{"checkpoint", func(db *DB) error { _, err := db.Checkpoint(context.Background(), termLogA); return err }, nil},
 		{"batches covering", func(db *DB) error { _, err := db.BatchesCovering(context.Background(), termLogA, 3, 9); return err }, nil},
 	})

@@ -133,7 +133,7 @@ func group(first uint64, ids []string) []posting {
 }
 
 // keptPostings returns the postings of log number n's events from..to from the kept
-// terms, and false if they are not all kept.
+// terms, in the segment that starts after from-1, and false if they are not all kept.
 func (ti *termIndex) keptPostings(n int64, from, to uint64) ([]logPosting, bool) {
 	kept, ok := ti.kept(n, from, to)
 	if !ok {
@@ -142,7 +142,7 @@ func (ti *termIndex) keptPostings(n int64, from, to uint64) ([]logPosting, bool)
 	var out []logPosting
 	for k, ids := range kept {
 		for _, p := range group(from, ids) {
-			out = append(out, logPosting{n: n, kind: termKinds[k], posting: p})
+			out = append(out, logPosting{n: n, seg: from - 1, kind: termKinds[k], posting: p})
 		}
 	}
 	return out, true

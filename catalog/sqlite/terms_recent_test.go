@@ -99,7 +99,7 @@ func TestRecentPostingsMatchCatalog(t *testing.T) {
 	fromMemory := dumpPostings(t, db)
 	checkTermsConsistent(t, db, map[catalog.LogID][]catalog.Event{termLogA: evs})
 
-	if _, err := db.terms.w.ExecContext(ctx, `DELETE FROM term_postings; DELETE FROM term_state`); err != nil {
+	if _, err := db.terms.w.ExecContext(ctx, `DELETE FROM term_postings; DELETE FROM term_segments; DELETE FROM term_state`); err != nil {
 		t.Fatal(err)
 	}
 	db.terms.mu.Lock()

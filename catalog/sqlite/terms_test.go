@@ -436,6 +436,7 @@ func checkTermsConsistent(t *testing.T, db *DB, logs map[catalog.LogID][]catalog
 	}); err != nil {
 		t.Fatal(err)
 	}
+	checkSegments(t, db, state)
 	if !slices.Equal(got, want) {
 		t.Errorf("the postings hold %d entries, want %d (watermarks %v)", len(got), len(want), state)
 		for i := 0; i < max(len(got), len(want)); i++ {
@@ -453,6 +454,61 @@ func checkTermsConsistent(t *testing.T, db *DB, logs map[catalog.LogID][]catalog
 		}
 	}
 	return marks
+}
+
+// checkSegments checks the term index's segments (terms_segments.go) against the
+// watermarks state: each log's segments are contiguous from 0 to its watermark, and
+// every posting lies in a segment of its log, its sequences within it.
+func checkSegments(t *testing.T, db *DB, state map[int64]uint64) {
+	t.Helper()
+	ctx := context.Background()
+	segs := map[int64][]termSeg{}
+	if err := eachRow(ctx, db.terms.w, `SELECT log, lo, hi FROM term_segments ORDER BY log, lo`, nil, func(r *sql.Rows) error {
+		var n, lo, hi int64
+		err := r.Scan(&n, &lo, &hi)
+		segs[n] = append(segs[n], termSeg{lo: uint64(lo), hi: uint64(hi)})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for n, w := range state {
+		end := uint64(0)
+		for _, s := range segs[n] {
+			if s.lo != end || s.hi <= s.lo {
+				t.Errorf("log %d: segment (%d, %d] after one ending at %d", n, s.lo, s.hi, end)
+			}
+			end = s.hi
+		}
+		if end != w {
+			t.Errorf("log %d: segments end at %d, watermark %d", n, end, w)
+		}
+	}
+	for n := range segs {
+		if _, ok := state[n]; !ok {
+			t.Errorf("segments of log %d, which has no watermark", n)
+		}
+	}
+	if err := eachRow(ctx, db.terms.w, `SELECT p.log, p.seg, p.kind, p.value, p.seqs, s.hi FROM term_postings p
+		LEFT JOIN term_segments s ON s.log = p.log AND s.lo = p.seg`, nil, func(r *sql.Rows) error {
+		var n, seg, kind int64
+		var value, list string
+		var hi sql.NullInt64
+		if err := r.Scan(&n, &seg, &kind, &value, &list, &hi); err != nil {
+			return err
+		}
+		seqs, err := parseSeqs(list)
+		if err != nil {
+			return err
+		}
+		if !hi.Valid {
+			t.Errorf("posting %d %q of log %d in segment %d, which does not exist", kind, value, n, seg)
+		} else if seqs[0] <= uint64(seg) || seqs[len(seqs)-1] > uint64(hi.Int64) {
+			t.Errorf("posting %d %q of log %d holds %d..%d, outside its segment (%d, %d]", kind, value, n, seqs[0], seqs[len(seqs)-1], seg, hi.Int64)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 var (
@@ -477,8 +533,8 @@ func TestQueryTermsAgainstScan(t *testing.T) {
 	db.stopMerger()
 	db.terms.hold(true)
 	// Small reads, so that a page spans several reads of postings and of events.
-	defer func(rows, lookup int) { postingRows, termLookup = rows, lookup }(postingRows, termLookup)
-	postingRows, termLookup = 3, 4
+	defer func(rows, lookup, segs int) { postingRows, termLookup, segmentRows = rows, lookup, segs }(postingRows, termLookup, segmentRows)
+	postingRows, termLookup, segmentRows = 3, 4, 2
 
 	// Log B gets number 1, A 2, C 3: A's key range has neighbours on both sides, and
 	// all three share the ids. A's receive times rise with the sequence, as the
@@ -614,13 +670,7 @@ func TestQueryTermsAgainstScan(t *testing.T) {
 // TestQueryEmptyEntityID checks an entity filter with an empty id, which the term index
 // never holds (it skips empty ids): the result must not depend on how far the index got.
 func TestQueryEmptyEntityID(t *testing.T) {
-	ctx := context.Background()
-	db, err := Open(ctx, filepath.Join(t.TempDir(), "c.db"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	db.terms.hold(true)
+	db := openHeld(t)
 	evs := genEvents(4, "e", 200)
 	sealBatches(t, db, termLogA, evs, 200)
 	shapes := []catalog.Query{
@@ -793,7 +843,7 @@ func TestTermIndexRebuilt(t *testing.T) {
 	t.Run("unknown log", func(t *testing.T) {
 		editTerms(t, termsPath,
 			`INSERT INTO term_state(log, indexed_seq) VALUES (77, 5)`,
-			`INSERT INTO term_postings(log, kind, value, last, seqs) VALUES (77, 1, 'u1', 3, '3')`)
+			`INSERT INTO term_postings(log, seg, kind, value, last, seqs) VALUES (77, 0, 1, 'u1', 3, '3')`)
 		reopen(t)
 	})
 
