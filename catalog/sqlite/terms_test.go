@@ -854,6 +854,27 @@ func TestTermIndexRebuilt(t *testing.T) {
 		reopen(t)
 	})
 
+	t.Run("format 3", func(t *testing.T) {
+		// Format 3, before segments: postings keyed (log, kind, value, last), no
+		// term_segments. The rebuild drops both tables and makes them anew.
+		editTerms(t, termsPath,
+			`UPDATE term_meta SET value = '3' WHERE name = 'format'`,
+			`DROP TABLE term_postings`, `DROP TABLE term_segments`,
+			`CREATE TABLE term_postings (log INTEGER NOT NULL, kind INTEGER NOT NULL, value TEXT NOT NULL,
+				last INTEGER NOT NULL, seqs TEXT NOT NULL, PRIMARY KEY (log, kind, value, last)) WITHOUT ROWID`,
+			`INSERT INTO term_postings VALUES (1, 1, 'u1', 3, '1,3')`)
+		reopen(t)
+		c, err := sql.Open("sqlite", "file:"+termsPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		var n int
+		if err := c.QueryRow(`SELECT count(*) FROM pragma_table_info('term_postings') WHERE name = 'seg'`).Scan(&n); err != nil || n != 1 {
+			t.Errorf("term_postings without its seg column after the rebuild: %d, %v", n, err)
+		}
+	})
+
 	t.Run("format 1", func(t *testing.T) {
 		// Format 1 kept one event_terms row per event and id; the rebuild drops it.
 		editTerms(t, termsPath,
