@@ -27,8 +27,8 @@ import (
 // earlier postings at every chunk. A segment of termSegmentFinal events or more is not
 // merged again: a busy stream's chunks (termChunk events) are final as written, and a
 // merge rewrites at most termFanout segments just short of that. A stream of n events
-// then has about n/termSegmentFinal segments, plus at most termFanout-1 per tier
-// below.
+// then has at most n/termSegmentFinal final segments, plus at most termFanout-1 per
+// tier below.
 const (
 	termFanout       = 8
 	termSegmentFinal = termChunk
