@@ -430,8 +430,7 @@ func (ti *termIndex) indexAll(ctx context.Context, work []termWork) error {
 	var (
 		ps     []logPosting
 		states []termWork
-		segs   []termSeg
-		tails  [][]termSeg
+		tails  [][]termSeg // by states: the log's newest segments, the chunk's last
 	)
 	froms, err := ti.watermarks(ctx, tx, work)
 	if err != nil {
@@ -456,7 +455,6 @@ func (ti *termIndex) indexAll(ctx context.Context, work []termWork) error {
 		}
 		ps = append(ps, kept...)
 		states = append(states, w)
-		segs = append(segs, termSeg{lo: from, hi: w.to})
 		tails = append(tails, append(tail, termSeg{lo: from, hi: w.to}))
 	}
 	if len(states) > 0 {
@@ -464,7 +462,8 @@ func (ti *termIndex) indexAll(ctx context.Context, work []termWork) error {
 			return fmt.Errorf("index %d postings of %d logs: %w", len(ps), len(states), err)
 		}
 		if _, err := ti.st.segments.exec(ctx, tx, len(states), func(i int, to []any) []any {
-			return append(to, states[i].n, int64(segs[i].lo), int64(segs[i].hi))
+			seg := tails[i][len(tails[i])-1]
+			return append(to, states[i].n, int64(seg.lo), int64(seg.hi))
 		}); err != nil {
 			return fmt.Errorf("segments of %d logs: %w", len(states), err)
 		}

@@ -715,6 +715,21 @@ func removeSidecars(t *testing.T, path string) {
 }
 
 // editTerms runs stmts on the term file at path, opened alone (no catalog attached).
+// termsCount runs query, which counts something, on the term file at path.
+func termsCount(t *testing.T, path, query string) int {
+	t.Helper()
+	c, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var n int
+	if err := c.QueryRow(query).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
 func editTerms(t *testing.T, path string, stmts ...string) {
 	t.Helper()
 	c, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
@@ -819,15 +834,9 @@ func TestTermIndexRebuilt(t *testing.T) {
 		removeSidecars(t, termsPath)
 		copyFile(t, opath+"-terms", termsPath)
 		// The copy must carry the other catalog's index, or this case tests nothing.
-		c, err := sql.Open("sqlite", "file:"+termsPath)
-		if err != nil {
-			t.Fatal(err)
+		if n := termsCount(t, termsPath, `SELECT count(*) FROM term_state`); n != 2 {
+			t.Fatalf("copied term file: %d term_state rows", n)
 		}
-		var n int
-		if err := c.QueryRow(`SELECT count(*) FROM term_state`).Scan(&n); err != nil || n != 2 {
-			t.Fatalf("copied term file: %d term_state rows, %v", n, err)
-		}
-		c.Close()
 		reopen(t)
 	})
 
@@ -864,14 +873,8 @@ func TestTermIndexRebuilt(t *testing.T) {
 				last INTEGER NOT NULL, seqs TEXT NOT NULL, PRIMARY KEY (log, kind, value, last)) WITHOUT ROWID`,
 			`INSERT INTO term_postings VALUES (1, 1, 'u1', 3, '1,3')`)
 		reopen(t)
-		c, err := sql.Open("sqlite", "file:"+termsPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		var n int
-		if err := c.QueryRow(`SELECT count(*) FROM pragma_table_info('term_postings') WHERE name = 'seg'`).Scan(&n); err != nil || n != 1 {
-			t.Errorf("term_postings without its seg column after the rebuild: %d, %v", n, err)
+		if n := termsCount(t, termsPath, `SELECT count(*) FROM pragma_table_info('term_postings') WHERE name = 'seg'`); n != 1 {
+			t.Errorf("term_postings without its seg column after the rebuild: %d", n)
 		}
 	})
 
@@ -884,14 +887,8 @@ func TestTermIndexRebuilt(t *testing.T) {
 				k INTEGER NOT NULL, PRIMARY KEY (log, kind, value, k)) WITHOUT ROWID`,
 			`INSERT INTO event_terms VALUES (1, 1, 'u1', (1 << 40) | 1)`)
 		reopen(t)
-		c, err := sql.Open("sqlite", "file:"+termsPath)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		var n int
-		if err := c.QueryRow(`SELECT count(*) FROM sqlite_schema WHERE name = 'event_terms'`).Scan(&n); err != nil || n != 0 {
-			t.Errorf("event_terms left in the term file: %d, %v", n, err)
+		if n := termsCount(t, termsPath, `SELECT count(*) FROM sqlite_schema WHERE name = 'event_terms'`); n != 0 {
+			t.Errorf("event_terms left in the term file: %d", n)
 		}
 	})
 }
