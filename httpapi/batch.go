@@ -79,8 +79,10 @@ func (s *Server) ingestBatch(w http.ResponseWriter, r *http.Request) {
 	// The payloads are about the body's size, plus what the enrichment adds to each.
 	en := &enrichment{r: r, block: min(len(canon)+256*len(events), 4<<20)}
 	items := make([]batchItem, len(events))
-	var entries []sequencer.Entry
-	var at []int // index of each entry's event
+	// Sized for every event at once: growing a slice of a thousand entries by
+	// doubling copied and dropped about twice their bytes per batch.
+	entries := make([]sequencer.Entry, 0, len(events))
+	at := make([]int, 0, len(events)) // index of each entry's event
 	for i, raw := range events {
 		items[i].Index = i
 		if int64(len(raw)) > s.cfg.MaxBodyBytes {

@@ -153,6 +153,11 @@ func (ls *logSequencer) add(ctx context.Context, e Entry, more int) (waiter, err
 		p.entries = make([]Entry, 0, min(more, cfg.MaxBatch))
 		ls.pending = append(ls.pending, p)
 	}
+	if len(p.entries) == cap(p.entries) {
+		// Room for the rest of the caller's entries at once (SubmitMany adds them
+		// one by one), not by doubling.
+		p.entries = slices.Grow(p.entries, min(more, cfg.MaxBatch-len(p.entries)))
+	}
 	p.entries = append(p.entries, e)
 	p.link(ctx)
 	ls.npending++
