@@ -127,16 +127,39 @@ func (t *table) run(ctx context.Context, o options, round int, system, name stri
 		}
 	}
 	var settled time.Duration
+	var (
+		uRun    loadtest.Usage
+		errURun error = errors.New("not read")
+	)
 	if p.token != "" {
 		// The case pays for the work it deferred (merges, the term index, WAL
 		// checkpoints, publication), and the next one starts on an idle server.
+		// With -profile, a second profile covers the first settleProfile of it.
+		uRun, errURun = loadtest.ReadUsage(pid)
+		if o.profile != "" {
+			profiled = make(chan struct{})
+			go func() {
+				defer close(profiled)
+				if err := fetchProfile(p, settleProfile, filepath.Join(o.profile, prof+".settle.pprof")); err != nil {
+					fmt.Fprintf(os.Stderr, "  %s %s: settle profile: %v\n", system, name, err)
+				}
+			}()
+		}
 		t0 := time.Now()
 		if err := settle(ctx, p, settleLimit); err != nil {
 			fmt.Fprintf(os.Stderr, "  %s %s: %v\n", system, name, err)
 		}
 		settled = time.Since(t0)
+		if o.profile != "" {
+			<-profiled
+		}
 	}
 	u1, err1 := loadtest.ReadUsage(pid)
+	if o.profile != "" && errURun == nil && err1 == nil {
+		run, after := uRun.Sub(u0), u1.Sub(uRun)
+		fmt.Fprintf(os.Stderr, "  %s %s: server CPU %.2f s and %.1f MB written in the run and drain, %.2f s and %.1f MB while settling\n", system, name,
+			float64(run.CPUMicros)/1e6, float64(run.WriteBytes)/1e6, float64(after.CPUMicros)/1e6, float64(after.WriteBytes)/1e6)
+	}
 	if settled > 2*time.Second {
 		fmt.Fprintf(os.Stderr, "  %s %s: the server went idle %.1f s after the run\n", system, name, settled.Seconds())
 	}
@@ -337,6 +360,10 @@ func get(p *proc, path string) (*http.Response, error) {
 
 // settleLimit bounds how long a case waits for the server to go idle after its run.
 const settleLimit = 2 * time.Minute
+
+// settleProfile is how long the -profile option's second profile of a Sealtrail case
+// runs, from the end of the drain: the work the case deferred (docs/performance.md).
+const settleProfile = 12 * time.Second
 
 // idleCPU is the CPU share of one core below which a server counts as idle.
 const idleCPU = 0.03
