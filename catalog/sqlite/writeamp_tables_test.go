@@ -74,6 +74,14 @@ func formatTrees(m map[string]int, per float64) string {
 // ticks more such ticks, merges, and returns the WAL frames the ticks and the merge
 // appended, by tree, with the total. Each setup runs on the opened catalog first.
 func manyStreamTicks(tb testing.TB, opts Options, streams, warm, ticks int, setup ...func(*DB)) (map[string]int, int) {
+	return streamTicks(tb, opts, streams, streams, warm, ticks, setup...)
+}
+
+// streamTicks is manyStreamTicks with measured ticks of perTick of the streams each:
+// tick j seals streams j, j+stride, j+2*stride, ... (mod streams), stride =
+// streams/perTick, so that a tick's streams are spread over the catalog as a quiet
+// tenant's are. The warm ticks seal every stream.
+func streamTicks(tb testing.TB, opts Options, streams, perTick, warm, ticks int, setup ...func(*DB)) (map[string]int, int) {
 	tb.Helper()
 	ctx := context.Background()
 	path := filepath.Join(tb.TempDir(), "catalog.db")
@@ -106,14 +114,22 @@ func manyStreamTicks(tb testing.TB, opts Options, streams, warm, ticks int, setu
 		}
 		return out, nil, nil
 	}
-	seal := func(n int) {
+	seal := func(n, per int) {
+		stride := streams / per
 		for t := 0; t < n; t++ {
-			if _, err := db.SealGroup(ctx, logs, fn); err != nil {
+			some := logs
+			if per < streams {
+				some = make([]catalog.LogID, per)
+				for k := range some {
+					some[k] = logs[(t+k*stride)%streams]
+				}
+			}
+			if _, err := db.SealGroup(ctx, some, fn); err != nil {
 				tb.Fatal(err)
 			}
 		}
 	}
-	seal(warm)
+	seal(warm, streams)
 	if err := db.mergeRecent(ctx); err != nil {
 		tb.Fatal(err)
 	}
@@ -122,7 +138,7 @@ func manyStreamTicks(tb testing.TB, opts Options, streams, warm, ticks int, setu
 	}
 	// The merger is stopped too: the ticks, then one merge of all they left.
 	db.stopMerger()
-	seal(ticks)
+	seal(ticks, perTick)
 	if err := db.mergeRecent(ctx); err != nil {
 		tb.Fatal(err)
 	}

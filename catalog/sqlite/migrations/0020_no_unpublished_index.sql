@@ -1,0 +1,11 @@
+-- Sealtrail catalog, SQLite schema version 20: no index of the unpublished streams
+-- (issue 21).
+--
+-- checkpoints_unpublished (migrations/0019) served one query, ListUnpublished, which
+-- runs once, when the service starts (Sequencer.Recover). But a partial index is
+-- written whenever an UPDATE assigns a column its WHERE names, whatever the values,
+-- and every seal assigns size and published_size: each seal rewrote its stream's
+-- entry, a page of the index per stream of a tick (about a third of a WAL frame per
+-- event with 1,000 quiet streams, TestQuietTicksCheckpointWrites). ListUnpublished
+-- now reads the whole checkpoints table, one row per project-stream, at start-up.
+DROP INDEX IF EXISTS checkpoints_unpublished;
