@@ -356,7 +356,19 @@ func (ti *termIndex) purge(ctx context.Context, n int64, runs []seqRun) error {
 			return err
 		}
 	}
-	return tx.Commit()
+	if len(ps) == 0 {
+		return tx.Commit()
+	}
+	// Copies of what it removed may remain in the unused space of live pages
+	// (terms_vacuum.go): the file is rebuilt after the retention pass.
+	if err := noteVacuum(ctx, tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	ti.vacuumAfter(time.Now())
+	return nil
 }
 
 // AddHeldPayloads records that the payloads of log's events seqs have a copy under

@@ -149,6 +149,8 @@ type termIndex struct {
 	held      bool                // tests: the indexer indexes nothing while set
 	waiting   time.Time           // when the oldest event not yet indexed was sealed, as far as known; zero: none
 	lastSeal  time.Time           // when sealed was last called
+	vacuumAt  time.Time           // when the file's vacuum after a purge is due; zero: none (terms_vacuum.go)
+	vacuumBy  time.Time           // when it is due at the latest
 }
 
 // openTerms opens (creating or emptying as needed) the term file at path for the
@@ -219,6 +221,9 @@ func (ti *termIndex) load(ctx context.Context, id string) error {
 		return err
 	}); err != nil {
 		return err
+	}
+	if meta["vacuum_due"] != "" { // a purge's vacuum a crash or a close left undone
+		ti.vacuumAt, ti.vacuumBy = time.Now(), time.Now()
 	}
 	reason := ""
 	switch {
@@ -305,6 +310,11 @@ func (ti *termIndex) run() {
 		case <-ti.quit:
 			return
 		case <-tick.C:
+			if ok, err := ti.vacuumIfDue(context.Background(), time.Now()); err != nil {
+				ti.log.Error("sqlite: term index vacuum", slog.Any("err", err))
+			} else if ok {
+				ti.log.Info("sqlite: term index vacuumed after a scrub")
+			}
 			if !ti.due(time.Now()) {
 				continue
 			}
