@@ -127,6 +127,7 @@ func TestTermVacuumAfterReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(db.Close) // closed below; a second Close does nothing
 	log := catalog.LogID{ProjectID: "prj_vacuum", Stream: catalog.StreamEvents}
 	catalogtest.Seal(t, db, log, "evt_v_", 5)
 	if err := db.terms.catchUp(); err != nil {

@@ -45,6 +45,7 @@ var migrations embed.FS
 
 // DB is an open SQLite catalog. Its methods may be called concurrently.
 type DB struct {
+	closeOnce sync.Once   // Close runs once; a second call does nothing
 	w         *sql.DB     // one connection: the single writer
 	r         *sql.DB     // readers
 	ins       insertStmts // into events
@@ -250,8 +251,10 @@ func setPageSize(ctx context.Context, path string) error {
 
 // Close closes the database. Seals in progress fail. The recent rows are merged
 // first, so a closed catalog holds every event in events (tools that edit the file
-// offline, such as the tamper tests, see one table).
-func (db *DB) Close() {
+// offline, such as the tamper tests, see one table). Closing again does nothing.
+func (db *DB) Close() { db.closeOnce.Do(db.close) }
+
+func (db *DB) close() {
 	db.stopMerger()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	if err := db.mergeRecent(ctx); err != nil {

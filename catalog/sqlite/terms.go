@@ -305,12 +305,22 @@ func (ti *termIndex) run() {
 	defer close(ti.done)
 	tick := time.NewTicker(termInterval)
 	defer tick.Stop()
+	// A vacuum in progress stops when the index closes; its record stays.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-ti.quit:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	for {
 		select {
 		case <-ti.quit:
 			return
 		case <-tick.C:
-			if ok, err := ti.vacuumIfDue(context.Background(), time.Now()); err != nil {
+			if ok, err := ti.vacuumIfDue(ctx, time.Now()); err != nil && ctx.Err() == nil {
 				ti.log.Error("sqlite: term index vacuum", slog.Any("err", err))
 			} else if ok {
 				ti.log.Info("sqlite: term index vacuumed after a scrub")

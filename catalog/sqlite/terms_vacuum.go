@@ -71,6 +71,7 @@ func (ti *termIndex) vacuumIfDue(ctx context.Context, now time.Time) (bool, erro
 	}
 	started := time.Now()
 	if _, err := ti.w.ExecContext(ctx, `VACUUM main`); err != nil {
+		ti.retryVacuum(started) // not at every tick while it keeps failing
 		return false, fmt.Errorf("vacuum: %w", err)
 	}
 	if _, err := ti.w.ExecContext(ctx, `DELETE FROM term_meta WHERE name = 'vacuum_due' AND value = ?`, gen); err != nil {
@@ -108,4 +109,12 @@ func (ti *termIndex) vacuumGen(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	return strconv.Atoi(gen)
+}
+
+// retryVacuum makes a failed vacuum due again termVacuumDelay after now.
+func (ti *termIndex) retryVacuum(now time.Time) {
+	ti.mu.Lock()
+	defer ti.mu.Unlock()
+	ti.vacuumAt = now.Add(termVacuumDelay)
+	ti.vacuumBy = ti.vacuumAt
 }
