@@ -301,13 +301,9 @@ func (ti *termIndex) hold(h bool) {
 	ti.mu.Unlock()
 }
 
-func (ti *termIndex) run() {
-	defer close(ti.done)
-	tick := time.NewTicker(termInterval)
-	defer tick.Stop()
-	// A vacuum in progress stops when the index closes; its record stays.
+// untilClose returns a context that ends when the index closes (or cancel is called).
+func (ti *termIndex) untilClose() (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	go func() {
 		select {
 		case <-ti.quit:
@@ -315,6 +311,16 @@ func (ti *termIndex) run() {
 		case <-ctx.Done():
 		}
 	}()
+	return ctx, cancel
+}
+
+func (ti *termIndex) run() {
+	defer close(ti.done)
+	tick := time.NewTicker(termInterval)
+	defer tick.Stop()
+	// A vacuum in progress stops when the index closes; its record stays.
+	ctx, cancel := ti.untilClose()
+	defer cancel()
 	for {
 		select {
 		case <-ti.quit:
@@ -362,15 +368,8 @@ func (ti *termIndex) catchUp() (err error) {
 			ti.mu.Unlock()
 		}
 	}()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := ti.untilClose()
 	defer cancel()
-	go func() {
-		select {
-		case <-ti.quit:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	for {
 		work := ti.pending()
 		if len(work) == 0 {
