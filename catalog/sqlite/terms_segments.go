@@ -134,6 +134,14 @@ func (ti *termIndex) compact(ctx context.Context, tx *sql.Tx, n int64, tail []te
 // those of segs in key order, a value's rows from consecutive segments joined while
 // they hold at most postingMax sequences.
 func (ti *termIndex) merge(ctx context.Context, tx *sql.Tx, n int64, segs []termSeg) error {
+	if err := ti.mergeRows(ctx, tx, n, segs); err != nil {
+		return fmt.Errorf("merge segments %d..%d of log %d: %w", segs[0].lo, segs[len(segs)-1].hi, n, err)
+	}
+	return nil
+}
+
+// mergeRows is merge without the context of its errors.
+func (ti *termIndex) mergeRows(ctx context.Context, tx *sql.Tx, n int64, segs []termSeg) error {
 	lo, last := int64(segs[0].lo), int64(segs[len(segs)-1].lo)
 	var ps []logPosting
 	err := stmtRows(ctx, tx, ti.st.segs.rows, []any{n, lo, last}, func(r *sql.Rows) error {
@@ -148,7 +156,7 @@ func (ti *termIndex) merge(ctx context.Context, tx *sql.Tx, n int64, segs []term
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("merge segments %d..%d of log %d: %w", lo, segs[len(segs)-1].hi, n, err)
+		return err
 	}
 	slices.SortFunc(ps, func(a, b logPosting) int {
 		return cmp.Or(cmp.Compare(a.kind, b.kind), strings.Compare(a.value, b.value), cmp.Compare(a.last, b.last))
@@ -168,16 +176,14 @@ func (ti *termIndex) merge(ctx context.Context, tx *sql.Tx, n int64, segs []term
 	}
 	for _, stmt := range []*sql.Stmt{ti.st.segs.dropRows, ti.st.segs.drop} {
 		if _, err := tx.StmtContext(ctx, stmt).ExecContext(ctx, n, lo, last); err != nil {
-			return fmt.Errorf("merge segments %d..%d of log %d: %w", lo, segs[len(segs)-1].hi, n, err)
+			return err
 		}
 	}
 	if err := ti.insertPostings(ctx, tx, joined); err != nil {
-		return fmt.Errorf("merge segments %d..%d of log %d: %w", lo, segs[len(segs)-1].hi, n, err)
+		return err
 	}
-	if _, err := tx.StmtContext(ctx, ti.st.segs.add).ExecContext(ctx, n, lo, int64(segs[len(segs)-1].hi)); err != nil {
-		return fmt.Errorf("merge segments %d..%d of log %d: %w", lo, segs[len(segs)-1].hi, n, err)
-	}
-	return nil
+	_, err = tx.StmtContext(ctx, ti.st.segs.add).ExecContext(ctx, n, lo, int64(segs[len(segs)-1].hi))
+	return err
 }
 
 // insertPostings inserts ps, in the order of the primary key.

@@ -60,14 +60,13 @@ func (ti *termIndex) vacuumIfDue(ctx context.Context, now time.Time) (bool, erro
 	if !due {
 		return false, nil
 	}
-	var gen string
-	err := ti.w.QueryRowContext(ctx, `SELECT value FROM term_meta WHERE name = 'vacuum_due'`).Scan(&gen)
-	if errors.Is(err, sql.ErrNoRows) { // nothing recorded: nothing to do
-		ti.doneVacuum(now)
-		return false, nil
-	}
+	gen, err := ti.vacuumGen(ctx)
 	if err != nil {
 		return false, fmt.Errorf("vacuum record: %w", err)
+	}
+	if gen == 0 { // nothing recorded: nothing to do
+		ti.doneVacuum(now)
+		return false, nil
 	}
 	started := time.Now()
 	if _, err := ti.w.ExecContext(ctx, `VACUUM main`); err != nil {
@@ -98,7 +97,8 @@ func (ti *termIndex) doneVacuum(started time.Time) {
 	}
 }
 
-// vacuumGen returns the term file's vacuum record (0: none); for tests.
+// vacuumGen returns the term file's vacuum record, the count of purges since its
+// last vacuum (0: none).
 func (ti *termIndex) vacuumGen(ctx context.Context) (int, error) {
 	var gen string
 	err := ti.w.QueryRowContext(ctx, `SELECT value FROM term_meta WHERE name = 'vacuum_due'`).Scan(&gen)
