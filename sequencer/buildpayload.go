@@ -38,16 +38,24 @@ func inParallel(n int, f func(lo, hi int) error) error {
 
 // encryptPayloads encrypts the payload of each entry newAt[k] of p, with its nonce
 // nonces[k] in front (the plaintext of a payload ciphertext), into bundle's records,
-// whose leaves buildEntries made, and returns the bundle encoded. With a keyring that
-// has Sealers, every ciphertext's length is known beforehand: the bundle is laid out
-// first and each payload encrypted straight into its place (tiles.PayloadLayout), so
-// neither the ciphertexts nor the encoding are copied; the records then alias the
-// encoding.
+// whose leaves (leaves, and their data in the records) buildEntries made, and returns
+// the bundle encoded: version 2, each leaf in its compact form (tiles.PayloadLayout).
+// With a keyring that has Sealers, every ciphertext's length is known beforehand: the
+// bundle is laid out first and each payload encrypted straight into its place, so
+// neither the ciphertexts nor the encoding are copied; the records' ciphertexts then
+// alias the encoding.
 func (ls *logSequencer) encryptPayloads(ctx context.Context, p *pool, newAt []int, ts time.Time, nonces []tlog.Nonce,
-	bundle *tiles.PayloadBundle) ([]byte, error) {
+	leaves []tlog.Leaf, bundle *tiles.PayloadBundle) ([]byte, error) {
 	cfg := &ls.s.cfg
 	recs := bundle.Records
 	aad := func(k int) []byte { return payloadAAD(ls.log, bundle.First+uint64(k), p.results[newAt[k]].ID) }
+	layout := func(ctLen func(k int) int) (*tiles.PayloadLayout, error) {
+		ctLens := make([]int, len(recs))
+		for k := range recs {
+			ctLens[k] = ctLen(k)
+		}
+		return tiles.NewPayloadLayout(bundle.First, ls.log.ProjectID, string(ls.log.Stream), leaves, ctLens)
+	}
 	bk, ok := cfg.Keyring.(batchKeyring)
 	if !ok {
 		err := inParallel(len(recs), func(lo, hi int) error {
@@ -65,24 +73,26 @@ func (ls *logSequencer) encryptPayloads(ctx context.Context, p *pool, newAt []in
 		if err != nil {
 			return nil, err
 		}
-		return bundle.MarshalBinary()
+		l, err := layout(func(k int) int { return len(recs[k].Ciphertext) })
+		if err != nil {
+			return nil, err
+		}
+		for k := range recs {
+			recs[k].Ciphertext = append(l.Ciphertext(k), recs[k].Ciphertext...)
+		}
+		return l.Bytes(), nil
 	}
 	sealer, err := bk.SealerAt(ctx, ls.log, ts)
 	if err != nil {
 		return nil, fmt.Errorf("encrypt payloads: %w", err)
 	}
-	leafLens, ctLens := make([]int, len(recs)), make([]int, len(recs))
-	for k := range recs {
-		leafLens[k], ctLens[k] = len(recs[k].LeafData), sealer.SealedLen(tlog.NonceSize+len(p.entries[newAt[k]].Payload))
-	}
-	layout, err := tiles.NewPayloadLayout(bundle.First, leafLens, ctLens)
+	l, err := layout(func(k int) int { return sealer.SealedLen(tlog.NonceSize + len(p.entries[newAt[k]].Payload)) })
 	if err != nil {
 		return nil, err
 	}
 	err = inParallel(len(recs), func(lo, hi int) error {
 		for k := lo; k < hi; k++ {
-			leaf, slot := layout.Leaf(k), layout.Ciphertext(k)
-			copy(leaf, recs[k].LeafData)
+			slot := l.Ciphertext(k)
 			ct, err := sealer.SealPrefixedTo(slot, nonces[k][:], p.entries[newAt[k]].Payload, aad(k))
 			if err != nil {
 				return fmt.Errorf("encrypt payload: %w", err)
@@ -90,12 +100,12 @@ func (ls *logSequencer) encryptPayloads(ctx context.Context, p *pool, newAt []in
 			if len(ct) != cap(slot) {
 				return fmt.Errorf("encrypt payload: ciphertext of %d bytes, %d expected", len(ct), cap(slot))
 			}
-			recs[k] = tiles.PayloadRecord{LeafData: leaf, Ciphertext: ct}
+			recs[k].Ciphertext = ct
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return layout.Bytes(), nil
+	return l.Bytes(), nil
 }

@@ -54,7 +54,8 @@
 //     write (keyring.PrepareAt; if it fails, each build creates its own). Then for
 //     each stream, on at most GOMAXPROCS builders: assign sequences cp.Size+1.., mint
 //     ids (ascending within the batch) and nonces, build leaves, encrypt payloads
-//     (straight into the encoded payload bundle) and append the leaf hashes to the
+//     (straight into the encoded payload bundle, version 2: each leaf in its compact
+//     form, tiles.PayloadLayout, docs/storage.md) and append the leaf hashes to the
 //     compact range read from the checkpoint. A stream whose build fails is left out
 //     of the tick (its events fail); the others go on. Crash: nothing of the batches
 //     written; at most new streams' empty checkpoint rows and data keys, which the

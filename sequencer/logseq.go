@@ -364,15 +364,16 @@ func (ls *logSequencer) build(ctx context.Context, cp catalog.Checkpoint, p *poo
 	events := make([]catalog.Event, len(newAt))
 	bundle := tiles.PayloadBundle{First: first, Records: make([]tiles.PayloadRecord, len(newAt))}
 	nonces := make([]tlog.Nonce, len(newAt))
+	leaves := make([]tlog.Leaf, len(newAt))
 	// Leaves and ciphertexts are independent of one another: a large batch builds
 	// them on several cores. Only the compact range, below, takes them in order.
 	err = inParallel(len(newAt), func(lo, hi int) error {
-		return ls.buildEntries(p, newAt, ids, lo, hi, first, ts, events, bundle.Records, nonces)
+		return ls.buildEntries(p, newAt, ids, lo, hi, first, ts, events, leaves, bundle.Records, nonces)
 	})
 	if err != nil {
 		return nil, err
 	}
-	data, err := ls.encryptPayloads(ctx, p, newAt, ts, nonces, &bundle)
+	data, err := ls.encryptPayloads(ctx, p, newAt, ts, nonces, leaves, &bundle)
 	if err != nil {
 		return nil, err
 	}
@@ -428,11 +429,11 @@ func eventIDs(p *pool, newAt []int, ts time.Time) ([]string, error) {
 }
 
 // buildEntries builds the entries newAt[lo:hi] of p as sequences first+lo... with the
-// ids ids[lo:hi]: their nonces, leaves, index rows and results, into nonces, the
-// records' LeafData, events and p.results at the same positions (encryptPayloads
-// then adds the ciphertexts).
+// ids ids[lo:hi]: their nonces, leaves, leaf data, index rows and results, into
+// nonces, leaves, the records' LeafData, events and p.results at the same positions
+// (encryptPayloads then adds the ciphertexts).
 func (ls *logSequencer) buildEntries(p *pool, newAt []int, ids []string, lo, hi int, first uint64, ts time.Time,
-	events []catalog.Event, records []tiles.PayloadRecord, nonces []tlog.Nonce) error {
+	events []catalog.Event, leaves []tlog.Leaf, records []tiles.PayloadRecord, nonces []tlog.Nonce) error {
 	stamp := tlog.FormatTime(ts)
 	for k := lo; k < hi; k++ {
 		i := newAt[k]
@@ -446,7 +447,8 @@ func (ls *logSequencer) buildEntries(p *pool, newAt []int, ids []string, lo, hi 
 		} else if nonce, err = tlog.NewNonce(); err != nil {
 			return err
 		}
-		leaf := tlog.Leaf{ProjectID: ls.log.ProjectID, Stream: string(ls.log.Stream), Sequence: seq, ID: id,
+		leaf := &leaves[k]
+		*leaf = tlog.Leaf{ProjectID: ls.log.ProjectID, Stream: string(ls.log.Stream), Sequence: seq, ID: id,
 			Timestamp: stamp, PayloadHash: tlog.Commitment(nonce, e.Payload),
 			SigningKeyID: e.SigningKeyID, Signature: e.Signature}
 		if err := leaf.Validate(); err != nil {

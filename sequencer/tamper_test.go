@@ -227,9 +227,12 @@ func (e *tamperEnv) editPayloadRecord(f func(*tiles.PayloadRecord)) {
 		e.t.Fatal(err)
 	}
 	f(&pb.Records[tamperSeq-bs[0].First])
-	data, err := pb.MarshalBinary()
+	data, err := pb.MarshalCompact()
 	if err != nil {
 		e.t.Fatal(err)
+	}
+	if len(data) != len(seg) {
+		e.t.Fatalf("the edited bundle is %d bytes, the original %d", len(data), len(seg))
 	}
 	if ref.Len > 0 { // splice the segment back into the tick's group object
 		data = append(append(append([]byte(nil), obj[:ref.Off]...), data...), obj[ref.Off+ref.Len:]...)

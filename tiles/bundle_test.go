@@ -10,6 +10,7 @@ import (
 
 	"github.com/sealtrail/sealtrail/tiles"
 	"github.com/sealtrail/sealtrail/tiles/mem"
+	sttlog "github.com/sealtrail/sealtrail/tlog"
 )
 
 func TestEntryBundle(t *testing.T) {
@@ -77,9 +78,9 @@ func TestPayloadBundle(t *testing.T) {
 		t.Fatal("trailing byte accepted")
 	}
 	bad := bytes.Clone(b)
-	bad[7] = 2 // version
+	bad[7] = 3 // version
 	if err := new(tiles.PayloadBundle).UnmarshalBinary(bad); err == nil {
-		t.Fatal("version 2 accepted")
+		t.Fatal("version 3 accepted")
 	}
 	huge := bytes.Clone(b[:20])
 	binary.BigEndian.PutUint32(huge[16:], 1<<20)
@@ -116,12 +117,21 @@ func FuzzPayloadBundle(f *testing.F) {
 	seed, _ := tiles.PayloadBundle{First: 1, Records: []tiles.PayloadRecord{{LeafData: []byte("l"), Ciphertext: []byte("c")}}}.MarshalBinary()
 	f.Add(seed)
 	f.Add([]byte(strings.Repeat("STPAYLD\x01", 3)))
+	leaf := sttlog.Leaf{ProjectID: "prj_a", Stream: sttlog.StreamEvents, Sequence: 3, ID: "evt_1",
+		Timestamp: "2026-11-28T14:30:00.123Z"}
+	if l, err := tiles.NewPayloadLayout(3, "prj_a", sttlog.StreamEvents, []sttlog.Leaf{leaf}, []int{2}); err == nil {
+		_ = append(l.Ciphertext(0), "ct"...)
+		f.Add(l.Bytes())
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var p tiles.PayloadBundle
 		if err := p.UnmarshalBinary(data); err != nil {
 			return
 		}
 		b, err := p.MarshalBinary()
+		if data[7] == 2 {
+			b, err = p.MarshalCompact()
+		}
 		if err != nil || !bytes.Equal(b, data) {
 			t.Fatalf("decoded bundle re-encodes as %x, %v; was %x", b, err, data)
 		}

@@ -148,12 +148,12 @@ func SplitGroupPayload(data []byte) ([]int, error) {
 
 // bundleLen returns the length of the payload bundle encoding data starts with.
 func bundleLen(data []byte) (int, error) {
-	if len(data) < len(payloadMagic)+12 || [8]byte(data[:8]) != payloadMagic {
-		return 0, errors.New("not a payload bundle")
+	h, err := readPayloadHeader(data)
+	if err != nil {
+		return 0, err
 	}
-	count := binary.BigEndian.Uint32(data[16:])
-	pos := uint64(len(payloadMagic) + 12)
-	for range 2 * uint64(count) {
+	pos := uint64(h.len)
+	for range 2 * uint64(h.count) {
 		if pos+4 > uint64(len(data)) {
 			return 0, errors.New("payload bundle truncated")
 		}

@@ -27,16 +27,33 @@ const (
 	MaxPayloadCiphertext = 1 << 26
 )
 
-// payloadMagic starts every payload bundle; the last byte is the format version.
-var payloadMagic = [8]byte{'S', 'T', 'P', 'A', 'Y', 'L', 'D', 1}
+// payloadMagic starts every payload bundle of version 1, payloadMagicV2 of version 2;
+// the last byte is the format version.
+var (
+	payloadMagic   = [8]byte{'S', 'T', 'P', 'A', 'Y', 'L', 'D', 1}
+	payloadMagicV2 = [8]byte{'S', 'T', 'P', 'A', 'Y', 'L', 'D', 2}
+)
 
-// Encoding, all integers big-endian:
+// Encoding of version 1 (MarshalBinary), all integers big-endian:
 //
 //	magic    8 bytes "STPAYLD" 0x01
 //	first    uint64
 //	count    uint32
 //	count times:
 //	  leafLen uint32, leaf data, ctLen uint32, ciphertext
+//
+// Version 2 (PayloadLayout, what the sequencer writes) adds the log's name to the
+// header and holds each leaf in a compact form (payload_leaf.go):
+//
+//	magic    8 bytes "STPAYLD" 0x02
+//	first    uint64
+//	count    uint32
+//	projectLen uint8, project id, streamLen uint8, stream
+//	count times:
+//	  leafLen uint32, compact leaf, ctLen uint32, ciphertext
+//
+// Both decode to the same PayloadBundle: a version 2 record's LeafData is the leaf
+// data its compact leaf stands for.
 
 // MarshalBinary encodes b. It rejects an empty bundle, a record whose leaf is empty
 // or longer than MaxLeafSize, and sizes beyond the limits above.
@@ -83,20 +100,20 @@ func appendPayloadHeader(out []byte, first uint64, n int) []byte {
 }
 
 // UnmarshalBinary decodes data into b, strictly: a wrong magic or version, truncated
-// data, trailing bytes or a value MarshalBinary would reject is an error. The
-// records' slices alias data.
+// data, trailing bytes or a value MarshalBinary (or PayloadLayout) would reject is an
+// error. The ciphertexts alias data; so do the leaves of version 1, while those of
+// version 2 are rebuilt into a buffer of their own.
 func (b *PayloadBundle) UnmarshalBinary(data []byte) error {
-	if len(data) < len(payloadMagic)+12 || [8]byte(data[:8]) != payloadMagic {
-		return errors.New("tiles: not a payload bundle (bad magic, version or length)")
+	h, err := readPayloadHeader(data)
+	if err != nil {
+		return err
 	}
-	first := binary.BigEndian.Uint64(data[8:])
-	count := binary.BigEndian.Uint32(data[16:])
-	data = data[20:]
+	data = data[h.len:]
 	// Each record takes at least 9 bytes, which bounds count before allocating.
-	if count == 0 || count > MaxPayloadRecords || uint64(count)*9 > uint64(len(data)) {
-		return fmt.Errorf("tiles: payload bundle claims %d records in %d bytes", count, len(data))
+	if h.count == 0 || h.count > MaxPayloadRecords || uint64(h.count)*9 > uint64(len(data)) {
+		return fmt.Errorf("tiles: payload bundle claims %d records in %d bytes", h.count, len(data))
 	}
-	recs := make([]PayloadRecord, count)
+	recs := make([]PayloadRecord, h.count)
 	field := func(i uint32, what string, limit int) ([]byte, error) {
 		if len(data) < 4 {
 			return nil, fmt.Errorf("tiles: payload record %d truncated before its %s length", i, what)
@@ -109,13 +126,24 @@ func (b *PayloadBundle) UnmarshalBinary(data []byte) error {
 		data = data[4+n:]
 		return f, nil
 	}
-	for i := range count {
+	var leaves []byte // version 2: the rebuilt leaf data of every record
+	if h.version == 2 {
+		leaves = make([]byte, 0, expandedSize(h, data))
+	}
+	for i := range h.count {
 		leaf, err := field(i, "leaf", MaxLeafSize)
 		if err != nil {
 			return err
 		}
 		if len(leaf) == 0 {
 			return fmt.Errorf("tiles: payload record %d: empty leaf", i)
+		}
+		if h.version == 2 {
+			at := len(leaves)
+			if leaves, err = appendExpandedLeaf(leaves, h.projectID, h.stream, h.first+uint64(i), leaf); err != nil {
+				return fmt.Errorf("tiles: payload record %d: %w", i, err)
+			}
+			leaf = leaves[at:len(leaves):len(leaves)]
 		}
 		ct, err := field(i, "ciphertext", MaxPayloadCiphertext)
 		if err != nil {
@@ -126,8 +154,70 @@ func (b *PayloadBundle) UnmarshalBinary(data []byte) error {
 	if len(data) != 0 {
 		return fmt.Errorf("tiles: payload bundle has %d trailing bytes", len(data))
 	}
-	*b = PayloadBundle{First: first, Records: recs}
+	*b = PayloadBundle{First: h.first, Records: recs}
 	return nil
+}
+
+// expandedSize returns about the size of the leaf data of the compact leaves of the
+// records in data (after header h), for a buffer that will seldom grow: a leaf's data
+// is its compact form with the hash and signature in hex, its log's name, the member
+// names and the sequence's digits.
+func expandedSize(h payloadHeader, data []byte) int {
+	size := 0
+	for i := uint32(0); i < h.count && len(data) >= 4; i++ {
+		n := uint64(binary.BigEndian.Uint32(data))
+		size += 2*int(min(n, MaxLeafSize)) + len(h.projectID) + len(h.stream) + 140
+		if n+8 > uint64(len(data)) {
+			break
+		}
+		data = data[4+n:]
+		data = data[min(4+uint64(binary.BigEndian.Uint32(data)), uint64(len(data))):]
+	}
+	return min(size, MaxPayloadRecords*(2*MaxLeafSize+650))
+}
+
+// A payloadHeader is the header of an encoded payload bundle.
+type payloadHeader struct {
+	version           int // 1 or 2
+	first             uint64
+	count             uint32
+	projectID, stream string // version 2
+	len               int    // bytes
+}
+
+// readPayloadHeader decodes the header at the start of data.
+func readPayloadHeader(data []byte) (payloadHeader, error) {
+	bad := errors.New("tiles: not a payload bundle (bad magic, version or length)")
+	if len(data) < len(payloadMagic)+12 {
+		return payloadHeader{}, bad
+	}
+	h := payloadHeader{first: binary.BigEndian.Uint64(data[8:]), count: binary.BigEndian.Uint32(data[16:]), len: len(payloadMagic) + 12}
+	switch [8]byte(data[:8]) {
+	case payloadMagic:
+		h.version = 1
+	case payloadMagicV2:
+		h.version = 2
+		name := func() (string, bool) {
+			if len(data) <= h.len || len(data) <= h.len+int(data[h.len]) || data[h.len] == 0 {
+				return "", false
+			}
+			s := string(data[h.len+1 : h.len+1+int(data[h.len])])
+			h.len += 1 + len(s)
+			return s, true
+		}
+		var ok1, ok2 bool
+		h.projectID, ok1 = name()
+		h.stream, ok2 = name()
+		if !ok1 || !ok2 {
+			return payloadHeader{}, errors.New("tiles: payload bundle header truncated before its log's name")
+		}
+		if _, err := StreamPrefix(h.projectID, h.stream); err != nil {
+			return payloadHeader{}, fmt.Errorf("tiles: payload bundle header: %w", err)
+		}
+	default:
+		return payloadHeader{}, bad
+	}
+	return h, nil
 }
 
 // WritePayloadBundle writes b, the payload bundle of batch batchID of the log under p,

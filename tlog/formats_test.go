@@ -291,6 +291,49 @@ func FuzzParseTime(f *testing.F) {
 	})
 }
 
+// FuzzFormatUnixMilli holds FormatUnixMilli to FormatTime, and to ParseTime's verdict
+// on the years it refuses.
+func FuzzFormatUnixMilli(f *testing.F) {
+	year := func(y int) int64 { return time.Date(y, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli() }
+	for _, ms := range []int64{0, -1, 1, 86_399_999, 86_400_000, -86_400_000, -86_400_001,
+		year(0), year(0) - 1, year(10000), year(10000) - 1, year(2000) + 59*86_400_000, year(1900) + 59*86_400_000,
+		year(2100) + 59*86_400_000, year(1600) + 59*86_400_000, 1_795_876_555_201, 1 << 62, -(1 << 62)} {
+		f.Add(ms)
+	}
+	f.Fuzz(func(t *testing.T, ms int64) {
+		got, ok := FormatUnixMilli(ms)
+		tm := time.UnixMilli(ms).UTC()
+		if wantOK := tm.Year() >= 0 && tm.Year() <= 9999; ok != wantOK {
+			t.Fatalf("FormatUnixMilli(%d) ok %v, year %d", ms, ok, tm.Year())
+		}
+		if !ok {
+			return
+		}
+		if want := FormatTime(tm); got != want {
+			t.Fatalf("FormatUnixMilli(%d) = %q, FormatTime %q", ms, got, want)
+		}
+		if back, err := ParseTime(got); err != nil || back.UnixMilli() != ms {
+			t.Fatalf("ParseTime(%q) = %v, %v", got, back, err)
+		}
+	})
+}
+
+func TestFormatUnixMilliDays(t *testing.T) {
+	// Every day of years 0-9999 (and a millisecond either side of the range).
+	start := time.Date(0, 1, 1, 23, 59, 59, 999_000_000, time.UTC)
+	for d := start; d.Year() <= 9999; d = d.AddDate(0, 0, 1) {
+		if got, ok := FormatUnixMilli(d.UnixMilli()); !ok || got != FormatTime(d) {
+			t.Fatalf("%v: FormatUnixMilli %q, %v", d, got, ok)
+		}
+	}
+	if _, ok := FormatUnixMilli(time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli() - 1); ok {
+		t.Error("a millisecond before year 0 formatted")
+	}
+	if _, ok := FormatUnixMilli(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()); ok {
+		t.Error("year 10000 formatted")
+	}
+}
+
 func BenchmarkParseTime(b *testing.B) {
 	const s = "2026-11-21T10:00:00.123Z"
 	for _, c := range []struct {

@@ -637,7 +637,13 @@ func AppendJCSString(out []byte, s string) []byte { return appendString(out, s) 
 func appendString(out []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	out = append(out, '"')
-	for i := 0; i < len(s); i++ {
+	// The common case, nothing to escape, is one copy.
+	i := 0
+	for i < len(s) && s[i] >= 0x20 && s[i] != '"' && s[i] != '\\' {
+		i++
+	}
+	out = append(out, s[:i]...)
+	for ; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c == '"' || c == '\\':

@@ -2,9 +2,11 @@ package tlog
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -14,6 +16,59 @@ const TimeLayout = "2006-01-02T15:04:05.000Z"
 
 // FormatTime renders t in TimeLayout, truncated to the millisecond.
 func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
+// FormatUnixMilli renders the time ms milliseconds after the Unix epoch as FormatTime
+// does, without the time package's general formatter; ok is false if its year is
+// outside TimeLayout's four digits (0000-9999), which ParseTime rejects.
+func FormatUnixMilli(ms int64) (s string, ok bool) {
+	const msPerDay = 86_400_000
+	days, rem := ms/msPerDay, ms%msPerDay
+	if rem < 0 {
+		days, rem = days-1, rem+msPerDay
+	}
+	// The proleptic Gregorian date of days since 1970-01-01 (H. Hinnant's civil_from_days).
+	z := days + 719_468
+	era := z / 146_097
+	if z < 0 {
+		era = (z - 146_096) / 146_097
+	}
+	doe := z - era*146_097
+	yoe := (doe - doe/1_460 + doe/36_524 - doe/146_096) / 365
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	day, month, year := doy-(153*mp+2)/5+1, mp+3, yoe+era*400
+	if month > 12 {
+		month -= 12
+	}
+	if month <= 2 {
+		year++
+	}
+	if year < 0 || year > 9999 {
+		return "", false
+	}
+	var b [len(TimeLayout)]byte
+	put := func(at int, v int64, n int) {
+		for i := at + n - 1; i >= at; i-- {
+			b[i] = byte('0' + v%10)
+			v /= 10
+		}
+	}
+	put(0, year, 4)
+	b[4] = '-'
+	put(5, month, 2)
+	b[7] = '-'
+	put(8, day, 2)
+	b[10] = 'T'
+	put(11, rem/3_600_000, 2)
+	b[13] = ':'
+	put(14, rem/60_000%60, 2)
+	b[16] = ':'
+	put(17, rem/1_000%60, 2)
+	b[19] = '.'
+	put(20, rem%1_000, 3)
+	b[23] = 'Z'
+	return string(b[:]), true
+}
 
 // ParseTime parses a timestamp that must be exactly in TimeLayout: the string
 // FormatTime returns for the time it returns. It reads the fixed positions of the
@@ -101,7 +156,11 @@ func (l *Leaf) Validate() error {
 // (id, payloadHash, projectId, sequence, signature, signingKeyId, stream, timestamp, v).
 // The leaf must be valid (see Validate).
 func (l *Leaf) Encode() []byte {
-	b := make([]byte, 0, 256+len(l.ProjectID)+len(l.ID)+len(l.SigningKeyID)+len(l.Signature))
+	return l.AppendEncoded(make([]byte, 0, 256+len(l.ProjectID)+len(l.ID)+len(l.SigningKeyID)+len(l.Signature)))
+}
+
+// AppendEncoded appends the leaf data (Encode's bytes) to b.
+func (l *Leaf) AppendEncoded(b []byte) []byte {
 	b = append(b, `{"id":`...)
 	b = appendString(b, l.ID)
 	b = append(b, `,"payloadHash":"`...)
@@ -129,10 +188,9 @@ func (l *Leaf) Encode() []byte {
 func (l *Leaf) Hash() Hash { return LeafHash(l.Encode()) }
 
 func appendHex(b []byte, src []byte) []byte {
-	const digits = "0123456789abcdef"
-	for _, c := range src {
-		b = append(b, digits[c>>4], digits[c&0xF])
-	}
+	n := len(b)
+	b = slices.Grow(b, 2*len(src))[:n+2*len(src)]
+	hex.Encode(b[n:], src)
 	return b
 }
 
