@@ -253,14 +253,18 @@ func eachSegment(t *testing.T, glob string, f func(seg payloadSeg, data []byte, 
 	}
 }
 
-// writeBundle writes pb back over its segment, which must keep its length.
+// writeBundle writes pb back over its segment, in the segment's version (the sequencer
+// writes version 2, compact leaves), which must keep its length.
 func writeBundle(t *testing.T, seg payloadSeg, pb *tiles.PayloadBundle) {
 	t.Helper()
-	data, err := pb.MarshalBinary()
+	all, err := os.ReadFile(seg.file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := os.ReadFile(seg.file)
+	data, err := pb.MarshalBinary()
+	if all[seg.off+7] == 2 {
+		data, err = pb.MarshalCompact()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
