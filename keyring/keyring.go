@@ -329,7 +329,7 @@ func (k *Keyring) Decrypt(ctx context.Context, log catalog.LogID, ciphertext, ad
 	if dk.keyID != h.keyID {
 		return nil, fmt.Errorf("%w: ciphertext names key %s, epoch %s of %s has key %s", ErrUnknownKey, h.keyID, h.epoch, log, dk.keyID)
 	}
-	aead, err := messageAEAD(dk.secret, h.salt)
+	aead, err := dk.openerOf(h.salt)
 	if err != nil {
 		return nil, err
 	}
@@ -380,6 +380,22 @@ func parseHeader(ct []byte) (header, error) {
 	h.keyID, p = hex.EncodeToString(p[:keyIDSize]), p[keyIDSize:]
 	h.salt, h.nonce = p[:saltSize], p[saltSize:saltSize+nonceSize]
 	return h, nil
+}
+
+// openerOf returns the message cipher of salt under dk: the last one derived, if of
+// the same salt (GCM's Open keeps no state, so one serves concurrent calls).
+func (dk *cached) openerOf(salt []byte) (cipher.AEAD, error) {
+	if o := dk.opener.Load(); o != nil && string(o.salt[:]) == string(salt) {
+		return o.aead, nil
+	}
+	aead, err := messageAEAD(dk.secret, salt)
+	if err != nil {
+		return nil, err
+	}
+	o := &opener{aead: aead}
+	copy(o.salt[:], salt)
+	dk.opener.Store(o)
+	return aead, nil
 }
 
 func messageAEAD(secret, salt []byte) (cipher.AEAD, error) {

@@ -521,3 +521,66 @@ func TestSealer(t *testing.T) {
 		t.Fatal("empty epoch accepted")
 	}
 }
+
+// TestOpenerMemo: Decrypt keeps the message cipher of the last salt per data key and
+// reuses it only for that salt: messages of two Sealers interleaved, and one whose
+// salt was changed, open as they would without it, and shredding drops it.
+func TestOpenerMemo(t *testing.T) {
+	ctx := context.Background()
+	kr := New(newStore(t), newKEK(t), Options{})
+	a, err := kr.NewSealer(ctx, logA, "2026-11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.used.Store(sealerMessages) // the next NewSealer makes another salt
+	b, err := kr.NewSealer(ctx, logA, "2026-11")
+	if err != nil || b == a {
+		t.Fatalf("second Sealer: %p, %v", b, err)
+	}
+	msg := []byte(`{"action":"user.login"}`)
+	var cts [][]byte
+	for i := range 6 {
+		s := a
+		if i%3 == 1 {
+			s = b
+		}
+		ct, err := s.Seal(append(msg, byte('0'+i)), []byte{byte(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cts = append(cts, ct)
+	}
+	for round := range 2 { // the second round starts on the memo of the last salt
+		for i, ct := range cts {
+			if pt, err := kr.Decrypt(ctx, logA, ct, []byte{byte(i)}); err != nil || !bytes.Equal(pt, append(msg, byte('0'+i))) {
+				t.Fatalf("round %d: Decrypt %d = %q, %v", round, i, pt, err)
+			}
+		}
+	}
+	dk, err := kr.key(ctx, logA, "2026-11", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := dk.opener.Load()
+	if h, _ := parseHeader(cts[len(cts)-1]); o == nil || !bytes.Equal(o.salt[:], h.salt) {
+		t.Fatalf("memo %v after opening a message of salt %x", o, h.salt)
+	}
+	// The last message (a's) with b's salt in its header does not open under the memo
+	// of a's salt: the key is b's, which the message was not sealed with.
+	h, _ := parseHeader(cts[0])
+	salt := h.len - nonceSize - saltSize
+	other := bytes.Clone(cts[len(cts)-1])
+	copy(other[salt:], cts[1][salt:salt+saltSize])
+	if bytes.Equal(other, cts[len(cts)-1]) {
+		t.Fatal("a's and b's salts are the same")
+	}
+	if _, err := kr.Decrypt(ctx, logA, other, []byte{byte(len(cts) - 1)}); !errors.Is(err, ErrDecrypt) {
+		t.Fatalf("a message with another salt opened: %v", err)
+	}
+	if err := kr.Destroy(ctx, logA, "2026-11"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kr.Decrypt(ctx, logA, cts[0], []byte{0}); !errors.Is(err, ErrShredded) {
+		t.Fatalf("Decrypt after shredding: %v, want ErrShredded", err)
+	}
+}
