@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 	if benchRoot != "" && os.Getenv("SEALTRAIL_BENCH_DIR") == "" {
 		os.RemoveAll(benchRoot)
 	}
+	if millionLog.dir != "" {
+		os.RemoveAll(millionLog.dir)
+	}
 	os.Exit(code)
 }
 
