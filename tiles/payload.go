@@ -185,11 +185,12 @@ type payloadHeader struct {
 	len               int    // bytes
 }
 
+var errNotPayload = errors.New("tiles: not a payload bundle (bad magic, version or length)")
+
 // readPayloadHeader decodes the header at the start of data.
 func readPayloadHeader(data []byte) (payloadHeader, error) {
-	bad := errors.New("tiles: not a payload bundle (bad magic, version or length)")
 	if len(data) < len(payloadMagic)+12 {
-		return payloadHeader{}, bad
+		return payloadHeader{}, errNotPayload
 	}
 	h := payloadHeader{first: binary.BigEndian.Uint64(data[8:]), count: binary.BigEndian.Uint32(data[16:]), len: len(payloadMagic) + 12}
 	switch [8]byte(data[:8]) {
@@ -215,7 +216,7 @@ func readPayloadHeader(data []byte) (payloadHeader, error) {
 			return payloadHeader{}, fmt.Errorf("tiles: payload bundle header: %w", err)
 		}
 	default:
-		return payloadHeader{}, bad
+		return payloadHeader{}, errNotPayload
 	}
 	return h, nil
 }

@@ -52,9 +52,19 @@ func NewPayloadLayout(first uint64, projectID, stream string, leaves []sttlog.Le
 	off := len(data)
 	data = data[:size+head]
 	l := &PayloadLayout{data: data, at: make([]int, len(leaves))}
+	// A batch's leaves share one timestamp: it is parsed once, not once per leaf.
+	var stamp string
+	var ms int64
 	for i := range leaves {
+		if i == 0 || leaves[i].Timestamp != stamp {
+			t, err := sttlog.ParseTime(leaves[i].Timestamp)
+			if err != nil {
+				return nil, fmt.Errorf("tiles: leaf %d: %w", leaves[i].Sequence, err)
+			}
+			stamp, ms = leaves[i].Timestamp, t.UnixMilli()
+		}
 		binary.BigEndian.PutUint32(data[off:], uint32(leafLens[i]))
-		if err := putCompactLeaf(data[off+4:off+4+leafLens[i]], &leaves[i]); err != nil {
+		if err := putCompactLeaf(data[off+4:off+4+leafLens[i]], &leaves[i], ms); err != nil {
 			return nil, err
 		}
 		off += 4 + leafLens[i]

@@ -44,13 +44,9 @@ func compactLeafLen(l *sttlog.Leaf) (int, error) {
 }
 
 // putCompactLeaf writes l's compact form into b, which has exactly compactLeafLen(l)
-// bytes.
-func putCompactLeaf(b []byte, l *sttlog.Leaf) error {
-	t, err := sttlog.ParseTime(l.Timestamp)
-	if err != nil {
-		return fmt.Errorf("tiles: leaf %d: %w", l.Sequence, err)
-	}
-	binary.BigEndian.PutUint64(b, uint64(t.UnixMilli()))
+// bytes; ms is l's timestamp in Unix milliseconds.
+func putCompactLeaf(b []byte, l *sttlog.Leaf, ms int64) error {
+	binary.BigEndian.PutUint64(b, uint64(ms))
 	copy(b[8:], l.PayloadHash[:])
 	b[40] = byte(len(l.ID))
 	at := 41 + copy(b[41:], l.ID)
@@ -59,9 +55,11 @@ func putCompactLeaf(b []byte, l *sttlog.Leaf) error {
 	}
 	binary.BigEndian.PutUint16(b[at:], uint16(len(l.SigningKeyID)))
 	at += 2 + copy(b[at+2:], l.SigningKeyID)
-	if _, err := hex.Decode(b[at:], []byte(l.Signature)); err != nil || hex.EncodeToString(b[at:at+64]) != l.Signature {
-		return fmt.Errorf("tiles: leaf %d: signature is not lowercase hex", l.Sequence)
+	sig, err := sttlog.ParseSignature(l.Signature)
+	if err != nil {
+		return fmt.Errorf("tiles: leaf %d: %w", l.Sequence, err)
 	}
+	copy(b[at:], sig)
 	return nil
 }
 

@@ -165,7 +165,7 @@ var ErrBadSignature = errors.New("signature does not verify")
 
 // VerifyEventSignature checks a hex customer signature of an event.
 func VerifyEventSignature(pub ed25519.PublicKey, eventID string, payloadHash Hash, sigHex string) error {
-	sig, err := parseSignature(sigHex)
+	sig, err := ParseSignature(sigHex)
 	if err != nil {
 		return err
 	}
@@ -175,8 +175,9 @@ func VerifyEventSignature(pub ed25519.PublicKey, eventID string, payloadHash Has
 	return nil
 }
 
-// parseSignature decodes a 128-digit lowercase hex Ed25519 signature.
-func parseSignature(s string) ([]byte, error) {
+// ParseSignature decodes a 128-digit lowercase hex Ed25519 signature (a leaf's, an
+// STH's).
+func ParseSignature(s string) ([]byte, error) {
 	sig := make([]byte, ed25519.SignatureSize)
 	if err := decodeLowerHex(sig, s); err != nil {
 		return nil, fmt.Errorf("signature: %w", err)

@@ -145,7 +145,7 @@ func (l *Leaf) Validate() error {
 		return fmt.Errorf("%w: %w", ErrLeaf, err)
 	}
 	if l.Signature != "" {
-		if _, err := parseSignature(l.Signature); err != nil {
+		if _, err := ParseSignature(l.Signature); err != nil {
 			return fmt.Errorf("%w: %w", ErrLeaf, err)
 		}
 	}

@@ -179,7 +179,7 @@ func signJCS(priv ed25519.PrivateKey, sig *string, body func() ([]byte, error)) 
 }
 
 func verifyJCSSignature(pub ed25519.PublicKey, sigHex string, body func() ([]byte, error)) error {
-	sig, err := parseSignature(sigHex)
+	sig, err := ParseSignature(sigHex)
 	if err != nil {
 		return err
 	}
