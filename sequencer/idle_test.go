@@ -154,8 +154,9 @@ func TestIdleStreamsCostNothing(t *testing.T) {
 		t.Fatalf("idle streams wrote: before %+v, after %+v", before, after)
 	}
 	// What may stay after idling, however many streams went by: the bounded caches
-	// (the sequencer's tile cache of 4,096 tiles of at most 8 KiB, its payload cache of
-	// 256 bundles, here of 10 small events each: under 40 MiB together), plus a few
+	// (the sequencer's tile cache of 4,096 tiles, here partial ones of 10 hashes, and
+	// its payload cache of at most 32 MiB, here about a thousand bundles of 10 small
+	// events: under 40 MiB together), plus a few
 	// hundred bytes per stream the catalog handle keeps for good (its stream numbers
 	// and published sizes, catalog/sqlite): 1 KiB each is a generous bound. Anything
 	// per-stream the sequencer kept (a sequencer, an edge, a writer: kilobytes each)

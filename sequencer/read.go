@@ -6,26 +6,10 @@ import (
 	"errors"
 	"fmt"
 
-	lru "github.com/hashicorp/golang-lru/v2"
-
 	"github.com/sealtrail/sealtrail/catalog"
 	"github.com/sealtrail/sealtrail/tiles"
 	"github.com/sealtrail/sealtrail/tlog"
 )
-
-// payloadCache keeps decoded payload bundles by tiles.PayloadRef.String(). Bundles of committed
-// batches never change, so entries never go stale.
-type payloadCache struct {
-	c *lru.Cache[string, *tiles.PayloadBundle]
-}
-
-func newPayloadCache(n int) *payloadCache {
-	c, _ := lru.New[string, *tiles.PayloadBundle](n) // only fails for n <= 0
-	return &payloadCache{c: c}
-}
-
-func (c *payloadCache) get(key string) (*tiles.PayloadBundle, bool) { return c.c.Get(key) }
-func (c *payloadCache) add(key string, b *tiles.PayloadBundle)      { c.c.Add(key, b) }
 
 // batchRef returns where the payload bundle of batch b of log is: its segment of a
 // tick's group object, or (rows written before those) its own object.

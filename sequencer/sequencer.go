@@ -244,7 +244,7 @@ func New(cfg Config) (*Sequencer, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sequencer{cfg: cfg, logs: map[catalog.LogID]*logSequencer{}, cache: newPayloadCache(256), edges: newEdgeCache(), leaves: newLeafMemo(),
+	s := &Sequencer{cfg: cfg, logs: map[catalog.LogID]*logSequencer{}, cache: newPayloadCache(payloadCacheBytes), edges: newEdgeCache(), leaves: newLeafMemo(),
 		heads: newHeadCache(cfg.Catalog), ids: newIDCache(), tiles: tc}
 	s.metrics = newMetrics(s, cfg.Registerer)
 	s.group = newCommitter(s)

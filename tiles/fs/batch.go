@@ -90,7 +90,9 @@ func (s *Store) createAll(ctx context.Context, objs []tiles.Object, a tiles.Attr
 	var todo []pending
 	defer func() {
 		for _, t := range todo {
-			os.Remove(t.tmp)
+			if t.tmp != "" { // "": renamed into place
+				os.Remove(t.tmp)
+			}
 		}
 	}()
 	for i, o := range objs {
@@ -143,7 +145,7 @@ func (s *Store) createAll(ctx context.Context, objs []tiles.Object, a tiles.Attr
 	if err := s.syncAll(ctx); err != nil {
 		return err
 	}
-	for _, t := range todo {
+	for k, t := range todo {
 		o := objs[t.i]
 		if err := moveNoReplace(t.tmp, paths[t.i]); err != nil {
 			if !errors.Is(err, fs.ErrExist) {
@@ -152,7 +154,9 @@ func (s *Store) createAll(ctx context.Context, objs []tiles.Object, a tiles.Attr
 			if err := compareFile(o.Key, paths[t.i], o.Data); err != nil {
 				return err
 			}
+			continue
 		}
+		todo[k].tmp = ""
 	}
 	if len(todo) > 0 {
 		if err := s.syncAll(ctx); err != nil {

@@ -1,0 +1,81 @@
+package sequencer
+
+import (
+	"sync"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/sealtrail/sealtrail/tiles"
+)
+
+// payloadCacheBytes bounds the memory of the decoded payload bundles the cache keeps.
+// A bound by count alone let a busy batch ingest keep 256 bundles of 1,000 events
+// (about 400 MB), and with the collector's target (cmd/sealtraild) a heap of several
+// times that; the cache serves reads of recent events and publication's fallback for
+// leaves the memo no longer holds, for which tens of megabytes are plenty.
+const payloadCacheBytes = 32 << 20
+
+// Per-bundle and per-record overheads charged besides the bytes of leaves and
+// ciphertexts (slice headers, the map entry, the list element), so that many tiny
+// bundles are bounded too.
+const (
+	payloadCacheBundleOverhead = 256
+	payloadCacheRecordOverhead = 48
+)
+
+// payloadCache keeps decoded payload bundles by tiles.PayloadRef.String(), the least
+// recently used dropped first once they hold more than max bytes (bundleSize). Bundles
+// of committed batches never change, so entries never go stale.
+type payloadCache struct {
+	mu    sync.Mutex
+	c     *simplelru.LRU[string, *tiles.PayloadBundle]
+	bytes int // the bundleSize of the entries held
+	max   int
+}
+
+func newPayloadCache(max int) *payloadCache {
+	pc := &payloadCache{max: max}
+	// No count bound of its own: max bytes bound the count too (the overheads).
+	c, _ := simplelru.NewLRU(max/payloadCacheBundleOverhead+1, func(_ string, b *tiles.PayloadBundle) {
+		pc.bytes -= bundleSize(b)
+	}) // only fails for a size <= 0
+	pc.c = c
+	return pc
+}
+
+// bundleSize is what b is charged in the cache: its leaves, its ciphertexts (in a
+// bundle the sequencer built they alias one encoding of about that size) and the
+// overheads.
+func bundleSize(b *tiles.PayloadBundle) int {
+	n := payloadCacheBundleOverhead
+	for i := range b.Records {
+		n += payloadCacheRecordOverhead + len(b.Records[i].LeafData) + len(b.Records[i].Ciphertext)
+	}
+	return n
+}
+
+func (c *payloadCache) get(key string) (*tiles.PayloadBundle, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.c.Get(key)
+}
+
+// add keeps b under key unless b alone is larger than the bound, and drops the least
+// recently used bundles until the cache is within it.
+func (c *payloadCache) add(key string, b *tiles.PayloadBundle) {
+	size := bundleSize(b)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if size > c.max {
+		c.c.Remove(key)
+		return
+	}
+	c.c.Remove(key) // an entry replaced is charged anew
+	c.c.Add(key, b)
+	c.bytes += size
+	for c.bytes > c.max {
+		if _, _, ok := c.c.RemoveOldest(); !ok {
+			break
+		}
+	}
+}
