@@ -24,19 +24,19 @@ const (
 )
 
 // payloadCache keeps decoded payload bundles by tiles.PayloadRef.String(), the least
-// recently used dropped first once they hold more than max bytes (bundleSize). Bundles
+// recently used dropped first once they hold more than limit bytes (bundleSize). Bundles
 // of committed batches never change, so entries never go stale.
 type payloadCache struct {
 	mu    sync.Mutex
 	c     *simplelru.LRU[string, *tiles.PayloadBundle]
 	bytes int // the bundleSize of the entries held
-	max   int
+	limit int
 }
 
-func newPayloadCache(max int) *payloadCache {
-	pc := &payloadCache{max: max}
-	// No count bound of its own: max bytes bound the count too (the overheads).
-	c, _ := simplelru.NewLRU(max/payloadCacheBundleOverhead+1, func(_ string, b *tiles.PayloadBundle) {
+func newPayloadCache(limit int) *payloadCache {
+	pc := &payloadCache{limit: limit}
+	// No count bound of its own: limit bytes bound the count too (the overheads).
+	c, _ := simplelru.NewLRU(limit/payloadCacheBundleOverhead+1, func(_ string, b *tiles.PayloadBundle) {
 		pc.bytes -= bundleSize(b)
 	}) // only fails for a size <= 0
 	pc.c = c
@@ -66,14 +66,14 @@ func (c *payloadCache) add(key string, b *tiles.PayloadBundle) {
 	size := bundleSize(b)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if size > c.max {
+	if size > c.limit {
 		c.c.Remove(key)
 		return
 	}
 	c.c.Remove(key) // an entry replaced is charged anew
 	c.c.Add(key, b)
 	c.bytes += size
-	for c.bytes > c.max {
+	for c.bytes > c.limit {
 		if _, _, ok := c.c.RemoveOldest(); !ok {
 			break
 		}

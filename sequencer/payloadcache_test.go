@@ -25,8 +25,8 @@ func TestPayloadCacheBytes(t *testing.T) {
 	c := newPayloadCache(5*size + size/2) // room for five
 	for i := range 8 {
 		c.add(fmt.Sprint(i), testBundle(10, 1000))
-		if c.bytes > c.max {
-			t.Fatalf("after %d adds the cache holds %d bytes, more than its %d", i+1, c.bytes, c.max)
+		if c.bytes > c.limit {
+			t.Fatalf("after %d adds the cache holds %d bytes, more than its %d", i+1, c.bytes, c.limit)
 		}
 	}
 	if c.c.Len() != 5 || c.bytes != 5*size {
