@@ -11,9 +11,12 @@ import (
 // payloadCacheBytes bounds the memory of the decoded payload bundles the cache keeps.
 // A bound by count alone let a busy batch ingest keep 256 bundles of 1,000 events
 // (about 400 MB), and with the collector's target (cmd/sealtraild) a heap of several
-// times that; the cache serves reads of recent events and publication's fallback for
-// leaves the memo no longer holds, for which tens of megabytes are plenty.
-const payloadCacheBytes = 32 << 20
+// times that. The cache serves reads of recent events (a query's pages, mostly within
+// one bundle) and publication's fallback for leaves the memo no longer holds; an export
+// or a SIEM stream reads through it too, one bundle after the other, and with 32 MiB
+// grew the server's memory by more than the export's own size
+// (integration.TestAPIExportScale). A few megabytes hold the bundles a reader is on.
+const payloadCacheBytes = 4 << 20
 
 // Per-bundle and per-record overheads charged besides the bytes of leaves and
 // ciphertexts (slice headers, the map entry, the list element), so that many tiny
