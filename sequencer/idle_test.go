@@ -155,8 +155,8 @@ func TestIdleStreamsCostNothing(t *testing.T) {
 	}
 	// What may stay after idling, however many streams went by: the bounded caches
 	// (the sequencer's tile cache of 4,096 tiles, here partial ones of 10 hashes, and
-	// its payload cache of at most 4 MiB: under 40 MiB together), plus a few
-	// hundred bytes per stream the catalog handle keeps for good (its stream numbers
+	// its payload cache of at most 4 MiB: under 40 MiB together), plus a few hundred
+	// bytes per stream the catalog handle keeps for good (its stream numbers
 	// and published sizes, catalog/sqlite): 1 KiB each is a generous bound. Anything
 	// per-stream the sequencer kept (a sequencer, an edge, a writer: kilobytes each)
 	// would exceed it.
