@@ -126,6 +126,10 @@ type Catalog interface {
 	EventSequence(ctx context.Context, log LogID, id string) (uint64, error)
 	EventsByID(ctx context.Context, log LogID, ids []string) (map[string]Event, error)
 	QueryEvents(ctx context.Context, q Query) ([]Event, error)
+	// EventLeaves returns the sequence and leaf hash of log's index rows after
+	// sequence after, in sequence order, at most limit of them (ClampLimit): what a
+	// rebuild compares with the stored objects, without reading the rest of each row.
+	EventLeaves(ctx context.Context, log LogID, after uint64, limit int) ([]EventLeaf, error)
 
 	CreateProject(ctx context.Context, p Project) (Project, error)
 	Project(ctx context.Context, id string) (Project, error)

@@ -67,6 +67,13 @@ type Event struct {
 	LeafHash Hash
 }
 
+// EventLeaf is the part of an index row that a rebuild compares with the stored
+// objects ([Catalog.EventLeaves]).
+type EventLeaf struct {
+	Sequence uint64
+	LeafHash Hash
+}
+
 // SealBatch is what a [SealFunc] returns: the batch to commit under the lock.
 type SealBatch struct {
 	// BatchID names the payload object already written; random, so a failed batch

@@ -48,8 +48,7 @@ func (s *Sequencer) edgeLeaves(ctx context.Context, log catalog.LogID, from, to 
 	}
 	out := make([]tlog.Hash, 0, to-from)
 	for cursor := from; cursor < to; {
-		rows, err := s.cfg.Catalog.QueryEvents(ctx, catalog.Query{Log: log, Cursor: cursor,
-			Limit: int(min(to-cursor, catalog.MaxLimit))})
+		rows, err := s.cfg.Catalog.EventLeaves(ctx, log, cursor, int(min(to-cursor, catalog.MaxLimit)))
 		if err != nil {
 			return nil, fmt.Errorf("sequencer: leaf hashes %d-%d: %w", from+1, to, err)
 		}

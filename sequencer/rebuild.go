@@ -129,18 +129,42 @@ func (s *Sequencer) Rebuild(ctx context.Context, log catalog.LogID, signingKeys 
 	return finish(nil)
 }
 
-func (s *Sequencer) queryIndex(ctx context.Context, log catalog.LogID, after uint64) ([]catalog.Event, error) {
-	rows, err := s.cfg.Catalog.QueryEvents(ctx, catalog.Query{Log: log, Cursor: after, Limit: rebuildPage})
-	if err != nil {
-		return nil, fmt.Errorf("sequencer: index rows after %d: %w", after, err)
-	}
-	return rows, nil
+// indexPage is one page of index rows, or the error that ended the reading.
+type indexPage struct {
+	rows []catalog.EventLeaf
+	err  error
+}
+
+// indexPages reads log's index rows of sequences 1 to size on their own goroutine,
+// a page ahead of the caller, and closes the channel after the last page (one
+// ending with size, or short), an error, or when ctx is cancelled.
+func (s *Sequencer) indexPages(ctx context.Context, log catalog.LogID, size uint64) <-chan indexPage {
+	pages := make(chan indexPage, 1)
+	go func() {
+		defer close(pages)
+		for after := uint64(0); after < size; {
+			rows, err := s.cfg.Catalog.EventLeaves(ctx, log, after, rebuildPage)
+			if err != nil {
+				err = fmt.Errorf("sequencer: index rows after %d: %w", after, err)
+			}
+			select {
+			case pages <- indexPage{rows, err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil || len(rows) < rebuildPage {
+				return
+			}
+			after = rows[len(rows)-1].Sequence
+		}
+	}()
+	return pages
 }
 
 // rebuildItem is one index row with its stored objects, and once its chunk is done the
 // record rebuilt from them and its checks, or the break that prevents it.
 type rebuildItem struct {
-	row        catalog.Event
+	row        catalog.EventLeaf
 	ciphertext []byte // from the payload bundle
 	sealedLeaf []byte // the leaf the payload bundle recorded
 	entry      []byte // the leaf in the entry bundle
@@ -209,19 +233,14 @@ func (r *rebuildReader) chunks(ctx context.Context, rb *tlog.Rebuilder) <-chan *
 			}
 		}
 		c := &rebuildChunk{done: make(chan struct{})}
-		var cursor uint64
 		next := uint64(1)
 	read:
-		for cursor < r.live.Size {
-			rows, err := r.s.queryIndex(ctx, r.log, cursor)
-			if err != nil {
-				c.err = err
+		for page := range r.s.indexPages(ctx, r.log, r.live.Size) {
+			if page.err != nil {
+				c.err = page.err
 				break
 			}
-			if len(rows) == 0 {
-				break
-			}
-			for _, row := range rows {
+			for _, row := range page.rows {
 				if row.Sequence > r.live.Size {
 					break
 				}
@@ -244,7 +263,6 @@ func (r *rebuildReader) chunks(ctx context.Context, rb *tlog.Rebuilder) <-chan *
 					c = &rebuildChunk{done: make(chan struct{})}
 				}
 			}
-			cursor = rows[len(rows)-1].Sequence
 		}
 		send(c)
 	}()
@@ -252,7 +270,7 @@ func (r *rebuildReader) chunks(ctx context.Context, rb *tlog.Rebuilder) <-chan *
 }
 
 // item gathers the stored objects of an index row, or the break that prevents it.
-func (r *rebuildReader) item(ctx context.Context, row catalog.Event) (rebuildItem, *tlog.ChainBreak, error) {
+func (r *rebuildReader) item(ctx context.Context, row catalog.EventLeaf) (rebuildItem, *tlog.ChainBreak, error) {
 	seq := row.Sequence
 	brk := func(reason, format string, args ...any) (rebuildItem, *tlog.ChainBreak, error) {
 		return rebuildItem{}, &tlog.ChainBreak{Sequence: seq, Reason: reason, Detail: fmt.Sprintf(format, args...)}, nil

@@ -39,6 +39,8 @@ type Catalog interface {
 	EventsByID(ctx context.Context, log catalog.LogID, ids []string) (map[string]catalog.Event, error)
 	EventSequence(ctx context.Context, log catalog.LogID, id string) (uint64, error)
 	QueryEvents(ctx context.Context, q catalog.Query) ([]catalog.Event, error)
+	// EventLeaves reads the sequences and leaf hashes of index rows (Rebuild).
+	EventLeaves(ctx context.Context, log catalog.LogID, after uint64, limit int) ([]catalog.EventLeaf, error)
 }
 
 // Keyring encrypts and decrypts payloads. Ciphertexts are bound to aad. Open returns

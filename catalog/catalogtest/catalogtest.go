@@ -47,6 +47,7 @@ func Run(t *testing.T, open Open) {
 		{"QueryFilters", testQueryFilters},
 		{"QueryEntity", testQueryEntity},
 		{"QueryPagination", testQueryPagination},
+		{"EventLeaves", testEventLeaves},
 		{"Projects", testProjects},
 		{"ProjectRateLimit", testProjectRateLimit},
 		{"APIKeys", testAPIKeys},

@@ -41,6 +41,63 @@ func testEventsByID(t *testing.T, db catalog.Catalog) {
 	}
 }
 
+// AllLeaves pages through log's EventLeaves by limit to the end.
+func AllLeaves(t testing.TB, db catalog.Catalog, log catalog.LogID, limit int) []catalog.EventLeaf {
+	t.Helper()
+	var all []catalog.EventLeaf
+	for after := uint64(0); ; {
+		page, err := db.EventLeaves(context.Background(), log, after, limit)
+		if err != nil {
+			t.Fatalf("EventLeaves(%s, %d, %d): %v", log, after, limit, err)
+		}
+		if len(page) > catalog.ClampLimit(limit) {
+			t.Fatalf("EventLeaves(%s, %d, %d): %d rows", log, after, limit, len(page))
+		}
+		if len(page) == 0 {
+			return all
+		}
+		all, after = append(all, page...), page[len(page)-1].Sequence
+	}
+}
+
+func testEventLeaves(t *testing.T, db catalog.Catalog) {
+	ctx := ctxT(t)
+	Seal(t, db, logA, "e", 300)
+	Seal(t, db, logB, "e", 10)
+	Seal(t, db, logA, "f", 95)
+	want, err := db.QueryEvents(ctx, catalog.Query{Log: logA, Limit: catalog.MaxLimit})
+	if err != nil || len(want) != 395 {
+		t.Fatalf("QueryEvents: %d rows, %v", len(want), err)
+	}
+	for _, limit := range []int{1, 64, catalog.MaxLimit + 1} {
+		got := AllLeaves(t, db, logA, limit)
+		if len(got) != len(want) {
+			t.Fatalf("EventLeaves by %d: %d rows, want %d", limit, len(got), len(want))
+		}
+		for i, e := range want {
+			if got[i] != (catalog.EventLeaf{Sequence: e.Sequence, LeafHash: e.LeafHash}) {
+				t.Fatalf("EventLeaves by %d: row %d = %+v, want %d %x", limit, i, got[i], e.Sequence, e.LeafHash)
+			}
+		}
+	}
+	page, err := db.EventLeaves(ctx, logA, 390, 0)
+	if err != nil || len(page) != 5 || page[0].Sequence != 391 {
+		t.Fatalf("EventLeaves after 390: %+v, %v", page, err)
+	}
+	page, err = db.EventLeaves(ctx, logB, 0, 0)
+	if err != nil || len(page) != 10 {
+		t.Fatalf("EventLeaves of the other project: %d rows, %v", len(page), err)
+	}
+	for _, log := range []catalog.LogID{logC, {ProjectID: "prj_none", Stream: catalog.StreamEvents}} {
+		if page, err := db.EventLeaves(ctx, log, 0, 0); err != nil || len(page) != 0 {
+			t.Fatalf("EventLeaves of %s, which has no events: %+v, %v", log, page, err)
+		}
+	}
+	if page, err := db.EventLeaves(ctx, logA, 1<<63, 10); err != nil || len(page) != 0 {
+		t.Fatalf("EventLeaves after 2^63: %+v, %v", page, err)
+	}
+}
+
 // expect filters the events MakeEvents("e", 1, n) made, as the catalog should.
 func expect(n int, keep func(e catalog.Event) bool) []uint64 {
 	var seqs []uint64

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -63,6 +64,32 @@ func (db *DB) EventsByID(ctx context.Context, log catalog.LogID, ids []string) (
 	}
 	for _, e := range evs {
 		out[e.ID] = e
+	}
+	return out, nil
+}
+
+// EventLeaves returns the sequences and leaf hashes of log's index rows after
+// sequence after: the walk of QueryEvents without a filter, reading two columns.
+func (db *DB) EventLeaves(ctx context.Context, log catalog.LogID, after uint64, limit int) ([]catalog.EventLeaf, error) {
+	if after > math.MaxInt64 {
+		return nil, nil
+	}
+	rows, err := db.pool.Query(ctx, `SELECT e.seq, e.leaf_hash FROM events e
+		WHERE e.project_id = $1 AND e.stream = $2 AND e.seq > $3 ORDER BY e.seq LIMIT $4`,
+		log.ProjectID, string(log.Stream), int64(after), catalog.ClampLimit(limit))
+	out, err := collect(rows, err, func(row scanner) (catalog.EventLeaf, error) {
+		var (
+			seq int64
+			lh  []byte
+		)
+		if err := row.Scan(&seq, &lh); err != nil {
+			return catalog.EventLeaf{}, err
+		}
+		h, err := catalog.HashFrom(lh)
+		return catalog.EventLeaf{Sequence: uint64(seq), LeafHash: h}, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: leaves of %s after %d: %w", log, after, err)
 	}
 	return out, nil
 }

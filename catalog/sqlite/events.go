@@ -124,6 +124,41 @@ type term struct {
 	value string
 }
 
+// eventLeaves selects the keys and leaf hashes of both tables' rows with keys in
+// (?1, ?2), in key order, at most ?3 of them.
+const eventLeaves = `SELECT k, leaf_hash FROM events WHERE k > ?1 AND k < ?2 UNION ALL ` +
+	`SELECT k, leaf_hash FROM events_recent WHERE k > ?1 AND k < ?2 ORDER BY 1 ASC LIMIT ?3`
+
+// EventLeaves returns the sequences and leaf hashes of log's index rows after
+// sequence after: the walk of QueryEvents without a filter, reading two columns of
+// the eleven (a rebuild of 10^6 events spent two thirds of its reading goroutine
+// fetching the others).
+func (db *DB) EventLeaves(ctx context.Context, log catalog.LogID, after uint64, limit int) ([]catalog.EventLeaf, error) {
+	limit = catalog.ClampLimit(limit)
+	n, ok, err := db.logNum(ctx, log)
+	if err != nil || !ok || after >= maxSeq {
+		return nil, err
+	}
+	out := make([]catalog.EventLeaf, 0, min(limit, 1024))
+	rows, err := db.query(ctx, eventLeaves, key(n, after), key(n+1, 0), limit)
+	err = forRows(rows, err, func(rows *sql.Rows) error {
+		var (
+			k  int64
+			lh sql.RawBytes
+		)
+		if err := rows.Scan(&k, &lh); err != nil {
+			return err
+		}
+		h, err := catalog.HashFrom(lh)
+		out = append(out, catalog.EventLeaf{Sequence: seqOf(k), LeafHash: h})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: leaves of %s after %d: %w", log, after, err)
+	}
+	return out, nil
+}
+
 // QueryEvents returns one page of index rows matching q, ordered by sequence.
 //
 // Every filter is a condition on the events row. A query with an actor, target,

@@ -112,6 +112,17 @@ func readAll(t *testing.T, db *DB, log catalog.LogID, evs []catalog.Event) strin
 	if _, err := db.EventSequence(ctx, log, "evt_missing"); !errors.Is(err, catalog.ErrNotFound) {
 		t.Fatalf("EventSequence of a missing id: %v", err)
 	}
+	for _, limit := range []int{7, catalog.MaxLimit} {
+		got := catalogtest.AllLeaves(t, db, log, limit)
+		if len(got) != len(evs) {
+			t.Fatalf("EventLeaves by %d: %d rows, want %d", limit, len(got), len(evs))
+		}
+		for i, e := range evs {
+			if got[i] != (catalog.EventLeaf{Sequence: e.Sequence, LeafHash: e.LeafHash}) {
+				t.Fatalf("EventLeaves by %d: row %d = %+v, want %d %x", limit, i, got[i], e.Sequence, e.LeafHash)
+			}
+		}
+	}
 	size := uint64(len(evs))
 	for first := uint64(1); first <= size; first += 3 {
 		for _, last := range []uint64{first, first + 2, size + 5} {
