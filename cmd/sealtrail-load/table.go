@@ -155,7 +155,10 @@ func (t *table) run(ctx context.Context, o options, round int, system, name stri
 		}
 	}
 	u1, err1 := loadtest.ReadUsage(pid)
-	if o.profile != "" && errURun == nil && err1 == nil {
+	// The split is printed with -profile, and whenever the settling took long: the
+	// case's CPU per event then includes much deferred work, and the split says how
+	// much.
+	if (o.profile != "" || settled > 2*time.Second) && errURun == nil && err1 == nil {
 		run, after := uRun.Sub(u0), u1.Sub(uRun)
 		fmt.Fprintf(os.Stderr, "  %s %s: server CPU %.2f s and %.1f MB written in the run and drain, %.2f s and %.1f MB while settling\n", system, name,
 			float64(run.CPUMicros)/1e6, float64(run.WriteBytes)/1e6, float64(after.CPUMicros)/1e6, float64(after.WriteBytes)/1e6)
