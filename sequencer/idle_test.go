@@ -165,8 +165,8 @@ func TestIdleStreamsCostNothing(t *testing.T) {
 	// the runtime keeps for reuse): 1 KiB each is a generous bound. Anything
 	// per-stream the sequencer kept (a sequencer, an edge, a writer: kilobytes each)
 	// would exceed it. The bound is on the live heap: the heap's spans in use also
-	// hold the free slots the churn of 10,000 streams left in them (about as much
-	// again), which later allocations reuse.
+	// hold the free slots that the streams' churn left in them (at 10,000 projects
+	// about as much again as the live heap), which later allocations reuse.
 	bound := uint64(40<<20 + projects<<10)
 	live, inUse := heapInUse()
 	t.Logf("%d projects x %d events: %d object writes, %d seals, %d publication rounds; live heap %d MiB before, %d MiB after idling (bound: +%d MiB), spans in use %d and %d MiB",
