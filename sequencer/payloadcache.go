@@ -69,11 +69,10 @@ func (c *payloadCache) add(key string, b *tiles.PayloadBundle) {
 	size := bundleSize(b)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.c.Remove(key) // an entry replaced is charged anew; an over-large one is not kept
 	if size > c.limit {
-		c.c.Remove(key)
 		return
 	}
-	c.c.Remove(key) // an entry replaced is charged anew
 	c.c.Add(key, b)
 	c.bytes += size
 	for c.bytes > c.limit {

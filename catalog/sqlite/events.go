@@ -69,7 +69,14 @@ const eventByKey = eventSelect + `events e WHERE e.k = ?1 UNION ALL ` + eventSel
 func bothTables(where string, args []any, desc bool, limit int) (string, []any) {
 	a := make([]any, 0, 2*len(args)+1)
 	a = append(append(append(a, args...), args...), limit)
-	return eventSelect + `events e WHERE ` + where + ` UNION ALL ` + eventSelect + `events_recent e WHERE ` + where + pageOrder(desc), a
+	return unionTables(eventSelect, where, desc), a
+}
+
+// unionTables returns the statement selecting sel (ending in FROM) from events and
+// from events_recent, both as e, where where holds, ordered by the first column
+// (descending if desc) and limited by the parameter after where's.
+func unionTables(sel, where string, desc bool) string {
+	return sel + `events e WHERE ` + where + ` UNION ALL ` + sel + `events_recent e WHERE ` + where + pageOrder(desc)
 }
 
 // EventsByID returns the index rows of those ids that exist, keyed by id: one query
@@ -126,8 +133,7 @@ type term struct {
 
 // eventLeaves selects the keys and leaf hashes of both tables' rows with keys in
 // (?1, ?2), in key order, at most ?3 of them.
-const eventLeaves = `SELECT k, leaf_hash FROM events WHERE k > ?1 AND k < ?2 UNION ALL ` +
-	`SELECT k, leaf_hash FROM events_recent WHERE k > ?1 AND k < ?2 ORDER BY 1 ASC LIMIT ?3`
+var eventLeaves = unionTables(`SELECT e.k, e.leaf_hash FROM `, `e.k > ?1 AND e.k < ?2`, false)
 
 // EventLeaves returns the sequences and leaf hashes of log's index rows after
 // sequence after: the walk of QueryEvents without a filter, reading two columns of
