@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -74,12 +73,13 @@ func (l Load) Run(ctx context.Context) (Result, error) {
 	if err := Loopback(l.URL); err != nil {
 		return Result{}, err
 	}
+	target, err := url.Parse(l.URL)
+	if err != nil || target.Scheme != "http" || target.Host == "" {
+		return Result{}, fmt.Errorf("loadtest: %q is not an http:// URL", l.URL)
+	}
 	if l.OK == nil {
 		l.OK = func(s int) bool { return s >= 200 && s < 300 }
 	}
-	tr := &http.Transport{MaxIdleConns: l.C, MaxIdleConnsPerHost: l.C, MaxConnsPerHost: l.C, IdleConnTimeout: time.Minute}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
 	if l.Drain <= 0 {
 		l.Drain = 30 * time.Second
 	}
@@ -97,6 +97,8 @@ func (l Load) Run(ctx context.Context) (Result, error) {
 	var wg sync.WaitGroup
 	for w := range l.C {
 		wg.Go(func() {
+			c := newConn(target)
+			defer c.close()
 			for window.Err() == nil {
 				i := int(next.Add(1) - 1)
 				if i >= l.Count {
@@ -107,7 +109,7 @@ func (l Load) Run(ctx context.Context) (Result, error) {
 					body, n = l.Body(i)
 				}
 				t0 := time.Now()
-				status, err := l.send(reqCtx, client, i, body)
+				status, err := l.send(reqCtx, c, i, body)
 				d := time.Since(t0)
 				switch {
 				case reqCtx.Err() != nil:
@@ -145,32 +147,17 @@ func (l Load) Run(ctx context.Context) (Result, error) {
 	return res, nil
 }
 
-func (l Load) send(ctx context.Context, c *http.Client, i int, body []byte) (int, error) {
-	var req *http.Request
-	var err error
+// send sends request i on c.
+func (l Load) send(ctx context.Context, c *conn, i int, body []byte) (int, error) {
+	method, query := http.MethodPost, ""
 	if l.Get != nil {
-		req, err = http.NewRequestWithContext(ctx, http.MethodGet, l.URL+l.Get(i), nil)
-	} else {
-		req, err = http.NewRequestWithContext(ctx, http.MethodPost, l.URL, bytes.NewReader(body))
-		if err == nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
+		method, query, body = http.MethodGet, l.Get(i), nil
 	}
-	if err != nil {
-		return 0, err
-	}
+	token := ""
 	if len(l.Tokens) > 0 {
-		req.Header.Set("Authorization", "Bearer "+l.Tokens[i%len(l.Tokens)])
+		token = l.Tokens[i%len(l.Tokens)]
 	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		return 0, err
-	}
-	return resp.StatusCode, nil
+	return c.do(ctx, method, query, body, token)
 }
 
 // Event returns a valid ingest body of about size bytes (a metadata pad fills it), in
