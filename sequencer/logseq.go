@@ -202,6 +202,10 @@ func (ls *logSequencer) next() *pool {
 				maxAge = lingerMax
 			}
 			if len(p.entries) >= cfg.MaxBatch || age >= maxAge || ls.draining || len(ls.pending) > 1 {
+				// The queue's backing array would keep p, and so its entries and
+				// their payloads, reachable until the stream retires (a minute
+				// after its last event): clear its slot.
+				ls.pending[0] = nil
 				ls.pending = ls.pending[1:]
 				ls.npending -= len(p.entries)
 				ls.inflight++
