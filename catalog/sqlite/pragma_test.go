@@ -64,4 +64,18 @@ func TestPragmas(t *testing.T) {
 	if _, err := db.r.ExecContext(ctx, `DELETE FROM projects`); err == nil {
 		t.Error("the read pool can write")
 	}
+	// The term indexer's caches: its own file's, and the attached catalog's, which
+	// it reads each stream's last event from (terms.go).
+	for pragma, want := range map[string]string{
+		"main.cache_size": "-" + strconv.Itoa(termCacheKiB),
+		"cat.cache_size":  "-" + strconv.Itoa(termCatalogCacheKiB),
+	} {
+		var got string
+		if err := db.terms.w.QueryRowContext(ctx, "PRAGMA "+pragma).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("term indexer: PRAGMA %s = %s, want %s", pragma, got, want)
+		}
+	}
 }

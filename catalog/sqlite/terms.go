@@ -166,14 +166,15 @@ func openTerms(ctx context.Context, path, catalogPath, id string, log *slog.Logg
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
-	q.Add("_pragma", "cache_size(-32768)")
+	q.Add("_pragma", "cache_size(-"+strconv.Itoa(termCacheKiB)+")")
 	q.Add("_pragma", "temp_store(MEMORY)")
 	// As the catalog's: the postings ScrubEvents removes leave no bytes in the file.
 	q.Add("_pragma", "secure_delete(1)")
 	q.Add("_pragma", "wal_autocheckpoint("+strconv.Itoa(termAutocheckpoint)+")")
 	// Transactions begin deferred: BEGIN IMMEDIATE would take the write lock of the
 	// attached catalog too, and the seals would wait for the indexer.
-	w := sql.OpenDB(&attachConnector{dsn: "file:" + path + "?" + q.Encode(), name: "cat", path: catalogPath})
+	w := sql.OpenDB(&attachConnector{dsn: "file:" + path + "?" + q.Encode(), name: "cat", path: catalogPath,
+		cacheKiB: termCatalogCacheKiB})
 	singleConn(w)
 	ti := &termIndex{w: w, log: log, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 		committed: make(map[int64]uint64), indexed: make(map[int64]uint64), recent: make(map[int64]*recent),
@@ -672,9 +673,24 @@ func (st *termStmts) close() {
 	st.state.close()
 }
 
-// attachConnector opens connections to dsn with the file at path attached under name.
+// The indexer's page caches, in KiB: its own file's, and the attached catalog's.
+// Every chunk of a tick of many project-streams inserts at the right edge of each
+// stream's postings and reads each stream's last event (checkSeen), a page or two
+// per stream in each file wherever the stream's rows lie. Once tenants had posted
+// large batches the term file outgrew 32 MiB and the attached catalog ran on
+// SQLite's default 2 MB, so those pages were read back from the files, one pread of
+// 1 KiB each: the indexer's CPU per event grew eightfold between the first and the
+// third round of the load test (docs/performance.md, "round19").
+const (
+	termCacheKiB        = 65536
+	termCatalogCacheKiB = 16384
+)
+
+// attachConnector opens connections to dsn with the file at path attached under name,
+// with a page cache of cacheKiB for it (0: SQLite's default).
 type attachConnector struct {
 	dsn, name, path string
+	cacheKiB        int
 	d               sqlite.Driver
 }
 
@@ -691,6 +707,12 @@ func (c *attachConnector) Connect(ctx context.Context) (driver.Conn, error) {
 	if _, err := ex.ExecContext(ctx, `ATTACH DATABASE ? AS `+c.name, []driver.NamedValue{{Ordinal: 1, Value: c.path}}); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("sqlite: attach %s: %w", c.path, err)
+	}
+	if c.cacheKiB > 0 {
+		if _, err := ex.ExecContext(ctx, `PRAGMA `+c.name+`.cache_size = -`+strconv.Itoa(c.cacheKiB), nil); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("sqlite: cache size of %s: %w", c.path, err)
+		}
 	}
 	return conn, nil
 }
