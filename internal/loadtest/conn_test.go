@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -21,7 +20,7 @@ import (
 func TestConnFraming(t *testing.T) {
 	body := func(i int) ([]byte, int) { return Event(i, 300), 1 }
 	var bad, conns atomic.Int64
-	var host string // the server's address, set before the first request
+	var host string // the server's address, set before it starts
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		got, err := io.ReadAll(r.Body)
 		want, _ := body(0)
@@ -58,9 +57,9 @@ func TestConnFraming(t *testing.T) {
 			conns.Add(1)
 		}
 	}
+	host = srv.Listener.Addr().String() // before Start: the handler's goroutines read it
 	srv.Start()
 	defer srv.Close()
-	host = strings.TrimPrefix(srv.URL, "http://")
 	res, err := Load{URL: srv.URL + "/api/v1/log?v=1", Tokens: []string{"sized", "chunked", "close"}, C: 3, Count: 300,
 		Duration: time.Minute, Body: body}.Run(context.Background())
 	if err != nil {
