@@ -10,7 +10,8 @@ import (
 )
 
 // settleTerms reopens the SQLite catalog at path, waits until its term indexer has
-// indexed every committed event, and closes it. The indexer works behind the seals
+// indexed every whole chunk (sqlite.TermChunk events of a project-stream) that waits,
+// and closes it. The indexer works behind the seals
 // and Close leaves what it has not done to the next Open, so without this a benchmark
 // would not charge its events for their term index (BenchmarkSeal charges the bytes
 // and reports the CPU apart, as settle-cpu-µs/event).
@@ -34,7 +35,7 @@ func settleTerms(b *testing.B, path string) {
 	for deadline := time.Now().Add(5 * time.Minute); ; {
 		var behind int
 		if err := r.QueryRowContext(ctx, `SELECT count(*) FROM cat.checkpoints c
-			LEFT JOIN term_state s ON s.log = c.log WHERE coalesce(s.indexed_seq, 0) < c.size`).Scan(&behind); err != nil {
+			LEFT JOIN term_state s ON s.log = c.log WHERE coalesce(s.indexed_seq, 0) + ? <= c.size`, sqlite.TermChunk).Scan(&behind); err != nil {
 			b.Fatal(err)
 		}
 		if behind == 0 {

@@ -13,3 +13,10 @@ func RecentRows(ctx context.Context, db *DB) (events, batches int, err error) {
 	err = db.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM events_recent), (SELECT count(*) FROM batches_recent)`).Scan(&events, &batches)
 	return events, batches, err
 }
+
+// IndexEveryEvent makes the term indexes opened from now on index every committed
+// event, however few of a project-stream's wait (termMinChunk), as the indexer did
+// before it indexed whole chunks only: the tests of the postings, their queries and
+// their merges need postings of a few events. TestMain calls it before any test runs;
+// TestWholeChunksOnly opens its index with the default.
+func IndexEveryEvent() { termMinChunk = 1 }

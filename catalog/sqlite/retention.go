@@ -295,6 +295,12 @@ func (ti *termIndex) purge(ctx context.Context, n int64, runs []seqRun) error {
 	if err := ti.catchUp(); err != nil {
 		return fmt.Errorf("catch up: %w", err)
 	}
+	// The catch-up indexes whole chunks only (termMinChunk): the events after the
+	// watermark wait, and the terms the seals handed over for them still hold what
+	// the scrub blanked. Drop them, so that their chunk is read from the catalog.
+	ti.mu.Lock()
+	ti.drop(n)
+	ti.mu.Unlock()
 	tx, err := ti.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err

@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 		}
 		catalogtest.SealUntilKilled(db)
 	}
+	sqlite.IndexEveryEvent()
 	os.Exit(m.Run())
 }
 

@@ -66,15 +66,24 @@ const (
 	// value alone, without segments.
 	termsFormat = "4"
 
-	// termInterval is how often the indexer looks for new events; termChunk bounds
-	// the events one of its transactions indexes. It indexes them once no seal came
-	// for termInterval, once the oldest has waited termMaxDelay, or at once when
-	// termChunk wait. A chunk inserts about one posting per id it holds, each into
-	// the leaf page of that id's earlier postings, so with recurring ids (users,
-	// documents) its pages written grow with its ids, not its events: chunks of a
-	// busy stream are made as large as termChunk allows rather than termInterval's
-	// worth (BenchmarkTermWrites). A query's scan of the events after the index
-	// stays bounded by termChunk, as before.
+	// termChunk is the events one indexer transaction indexes, and, by default
+	// (termMinChunk), how many of a project-stream's events must wait before it is
+	// indexed at all: each chunk is then a final segment as written, and every
+	// posting is written once. Indexing whatever had gathered every two seconds made
+	// a quiet stream's chunks a few events each, which the size-tiered merges
+	// (terms_segments.go) then rewrote once per tier on their way to a final
+	// segment: with a thousand tenants the indexer's CPU grew with every round of
+	// the load test (docs/performance.md, "round20"). A query drives through the
+	// postings up to the watermark and scans the events after it, so that scan stays
+	// bounded by termChunk events (at most about 4 ms, BenchmarkQueryTail), and a
+	// stream that never gathers termChunk events is never indexed and never needs to
+	// be. With recurring ids (users, documents) a chunk's pages grow with its ids,
+	// not its events (BenchmarkTermWrites).
+	//
+	// termInterval is how often the indexer looks for due work, and termMaxDelay
+	// how long the oldest due chunk waits at most: it indexes once no seal came for
+	// termInterval, once the oldest has waited termMaxDelay, or at once when
+	// termChunk events of a stream wait.
 	termInterval = 500 * time.Millisecond
 	termMaxDelay = 2 * time.Second
 	termChunk    = 16384
@@ -89,6 +98,15 @@ const (
 	// (BenchmarkTermCheckpoints); the WAL then grows to about 8 MiB at 1 KiB pages.
 	termAutocheckpoint = 8192
 )
+
+// TermChunk is termChunk, for benchmarks outside the package that wait for the term
+// index: it lags a project-stream by fewer events than this once it has caught up.
+const TermChunk = termChunk
+
+// termMinChunk is minChunk of each term index opened: how many of a project-stream's
+// events must wait before the indexer indexes it (see termChunk). A variable so that
+// tests of the postings can index every event (IndexEveryEvent).
+var termMinChunk uint64 = termChunk
 
 const termsSchema = `
 CREATE TABLE IF NOT EXISTS term_meta (
@@ -145,6 +163,8 @@ type termIndex struct {
 	committed map[int64]uint64    // by log number: committed size, as this handle knows it
 	indexed   map[int64]uint64    // by log number: term_state.indexed_seq
 	recent    map[int64]*recent   // by log number: ids of committed events not yet indexed
+	keptTotal int                 // events in recent, over all logs (at most keptMax)
+	minChunk  uint64              // a log is indexed once this many of its events wait (termMinChunk)
 	tails     map[int64][]termSeg // by log number: its newest segments, as committed (terms_segments.go)
 	held      bool                // tests: the indexer indexes nothing while set
 	waiting   time.Time           // when the oldest event not yet indexed was sealed, as far as known; zero: none
@@ -178,7 +198,7 @@ func openTerms(ctx context.Context, path, catalogPath, id string, log *slog.Logg
 	singleConn(w)
 	ti := &termIndex{w: w, log: log, wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
 		committed: make(map[int64]uint64), indexed: make(map[int64]uint64), recent: make(map[int64]*recent),
-		tails:   make(map[int64][]termSeg),
+		tails: make(map[int64][]termSeg), minChunk: termMinChunk,
 		waiting: time.Now()} // whatever is committed but not indexed at open
 	if err := ti.load(ctx, id); err != nil {
 		w.Close()
@@ -283,7 +303,7 @@ func (ti *termIndex) sealed(n int64, size uint64, events []catalog.Event) {
 	ti.keep(n, events)
 	lag := size - min(size, ti.indexed[n])
 	ti.lastSeal = now
-	if ti.waiting.IsZero() {
+	if ti.waiting.IsZero() && lag >= ti.minChunk {
 		ti.waiting = now
 	}
 	ti.mu.Unlock()
@@ -406,8 +426,9 @@ type termWork struct {
 	to uint64
 }
 
-// pending returns logs with events to index and the sizes to index them up to, at
-// most termChunk events in all.
+// pending returns logs with at least minChunk events to index and the sizes to index
+// them up to, at most termChunk events in all: at the default minChunk, one log's next
+// whole chunk.
 func (ti *termIndex) pending() []termWork {
 	ti.mu.Lock()
 	defer ti.mu.Unlock()
@@ -420,7 +441,7 @@ func (ti *termIndex) pending() []termWork {
 		if left == 0 {
 			break
 		}
-		if from := ti.indexed[n]; from < size {
+		if from := ti.indexed[n]; from < size && size-from >= ti.minChunk {
 			to := min(size, from+left)
 			work = append(work, termWork{n: n, to: to})
 			left -= to - from

@@ -13,13 +13,17 @@ import (
 // indexed them. A chunk whose terms are all still in memory is grouped in Go and its
 // postings inserted as rows: reading the chunk's events back from the catalog and
 // grouping them in SQL was most of the indexer's cost. A chunk that is not all in
-// memory (events committed before this handle opened, or more than recentMax behind)
-// is read from the catalog as before. Both ways write the same rows;
+// memory (events committed before this handle opened, or dropped to stay within
+// keptMax) is read from the catalog as before. Both ways write the same rows;
 // TestRecentPostingsMatchCatalog checks it.
 
-// recentMax bounds the events whose terms the indexer keeps per project-stream; past
-// it the kept terms are dropped and the indexer reads the catalog.
-const recentMax = 4 * termChunk
+// keptMax bounds the events whose terms the indexer keeps, over all project-streams.
+// A stream is indexed only once a whole chunk of it waits (termIndex.minChunk), so a
+// quiet stream's terms would wait in memory for as long as it takes to gather one, a
+// thousand tenants' worth of them: past the bound the indexer drops every other
+// stream's kept terms (their chunks are read from the catalog when they come), and a
+// busy stream, whose chunk fills within seconds, starts keeping again at once.
+const keptMax = 4 * termChunk
 
 // termKinds lists the kinds of terms, in the order of their numbers (termActor, ...).
 var termKinds = [...]int{termActor, termTarget, termAction, termStatus}
@@ -43,15 +47,32 @@ type recent struct {
 func (r *recent) end() uint64 { return r.first + uint64(len(r.terms[0])) } // the sequence after the last
 
 // keep appends the ids of events (committed, in sequence order) to the ids kept for
-// log number n. Called with ti.mu held.
+// log number n, within keptMax over all logs. Called with ti.mu held.
 func (ti *termIndex) keep(n int64, events []catalog.Event) {
 	if len(events) == 0 {
 		return
 	}
 	r := ti.recent[n]
-	if r == nil || r.end() != events[0].Sequence || len(r.terms[0])+len(events) > recentMax {
-		if events[0].Sequence <= ti.indexed[n] || len(events) > recentMax {
-			delete(ti.recent, n)
+	if r != nil && r.end() != events[0].Sequence {
+		ti.drop(n) // a gap: start over
+		r = nil
+	}
+	if ti.keptTotal+len(events) > keptMax {
+		for m := range ti.recent {
+			if m != n {
+				ti.drop(m)
+			}
+		}
+		if ti.keptTotal+len(events) > keptMax { // this stream alone: start over
+			ti.drop(n)
+			r = nil
+		}
+		if len(events) > keptMax {
+			return
+		}
+	}
+	if r == nil {
+		if events[0].Sequence <= ti.indexed[n] {
 			return
 		}
 		r = &recent{first: events[0].Sequence}
@@ -61,6 +82,15 @@ func (ti *termIndex) keep(n int64, events []catalog.Event) {
 		for k, t := range eventTerms(&events[i]) {
 			r.terms[k] = append(r.terms[k], t)
 		}
+	}
+	ti.keptTotal += len(events)
+}
+
+// drop forgets every kept term of log number n. Called with ti.mu held.
+func (ti *termIndex) drop(n int64) {
+	if r := ti.recent[n]; r != nil {
+		ti.keptTotal -= len(r.terms[0])
+		delete(ti.recent, n)
 	}
 }
 
@@ -88,10 +118,11 @@ func (ti *termIndex) forget(n int64, to uint64) {
 		return
 	}
 	if to+1 >= r.end() {
-		delete(ti.recent, n)
+		ti.drop(n)
 		return
 	}
 	i := to + 1 - r.first
+	ti.keptTotal -= int(i)
 	for k, ts := range r.terms {
 		r.terms[k] = slices.Clone(ts[i:])
 	}

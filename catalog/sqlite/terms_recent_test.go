@@ -161,18 +161,42 @@ func TestRecentKeepsOnlyContiguousIDs(t *testing.T) {
 	if _, ok := ti.recent[1]; ok {
 		t.Fatal("kept ids of events already indexed")
 	}
-	ti.keep(2, evs(1, recentMax+1)) // more than the bound at once
+	ti.keep(2, evs(1, keptMax+1)) // more than the bound at once
 	if _, ok := ti.recent[2]; ok {
-		t.Fatal("kept more than recentMax ids")
+		t.Fatal("kept more than keptMax ids")
 	}
-	ti.keep(3, evs(1, recentMax))
-	ti.keep(3, evs(recentMax+1, recentMax+1)) // over the bound: start over
-	if got, ok := ti.kept(3, recentMax+1, recentMax+1); !ok || len(ti.recent[3].terms[0]) != 1 || got[0][0] != fmt.Sprint("a", recentMax+1) {
+	if _, ok := ti.recent[1]; ok || ti.keptTotal != 0 {
+		t.Fatalf("another stream's ids kept past the bound (%d kept in all)", ti.keptTotal)
+	}
+	ti.keep(3, evs(1, keptMax))
+	ti.keep(3, evs(keptMax+1, keptMax+1)) // over the bound: start over
+	if got, ok := ti.kept(3, keptMax+1, keptMax+1); !ok || len(ti.recent[3].terms[0]) != 1 || got[0][0] != fmt.Sprint("a", keptMax+1) {
 		t.Fatalf("over the bound: kept = %v, %v", got, ok)
 	}
-	ti.forget(3, recentMax+1)
-	if _, ok := ti.recent[3]; ok {
-		t.Fatal("forgetting every kept id left an entry")
+	ti.forget(3, keptMax+1)
+	if _, ok := ti.recent[3]; ok || ti.keptTotal != 0 {
+		t.Fatalf("forgetting every kept id left an entry (%d kept in all)", ti.keptTotal)
+	}
+
+	// The bound is over all streams: a quiet stream's ids wait until a whole chunk
+	// of it does, so the streams that fill it are dropped for the one that
+	// crosses it, which keeps its own.
+	for n := int64(10); n < 14; n++ {
+		ti.keep(n, evs(1, keptMax/4))
+	}
+	if ti.keptTotal != keptMax {
+		t.Fatalf("%d ids kept in four streams of %d", ti.keptTotal, keptMax/4)
+	}
+	ti.keep(13, evs(keptMax/4+1, keptMax/4+2))
+	if len(ti.recent) != 1 || ti.keptTotal != keptMax/4+2 {
+		t.Fatalf("past the bound: %d streams and %d ids kept, want stream 13's %d alone", len(ti.recent), ti.keptTotal, keptMax/4+2)
+	}
+	if got, ok := ti.kept(13, 1, keptMax/4+2); !ok || got[0][keptMax/4+1] != fmt.Sprint("a", keptMax/4+2) {
+		t.Fatal("the stream that crossed the bound lost its ids")
+	}
+	ti.forget(13, 10)
+	if ti.keptTotal != keptMax/4+2-10 {
+		t.Fatalf("after forget(13, 10): %d ids kept in all, want %d", ti.keptTotal, keptMax/4+2-10)
 	}
 }
 
