@@ -81,9 +81,10 @@ const (
 	// not its events (BenchmarkTermWrites).
 	//
 	// termInterval is how often the indexer looks for due work, and termMaxDelay
-	// how long the oldest due chunk waits at most: it indexes once no seal came for
-	// termInterval, once the oldest has waited termMaxDelay, or at once when
-	// termChunk events of a stream wait.
+	// how long the oldest due work waits at most: it indexes at once when termChunk
+	// events of a stream wait (the seal wakes it), and otherwise, for work a wake
+	// did not take (a failed pass, or a smaller minChunk), once no seal came for
+	// termInterval or the oldest has waited termMaxDelay.
 	termInterval = 500 * time.Millisecond
 	termMaxDelay = 2 * time.Second
 	termChunk    = 16384

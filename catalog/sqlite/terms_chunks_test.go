@@ -30,6 +30,16 @@ func thousands(n int) []int {
 	return sizes
 }
 
+// catchUpHeld runs one catch-up of db's held indexer (openHeld) and holds it again.
+func catchUpHeld(tb testing.TB, db *DB) {
+	tb.Helper()
+	db.terms.hold(false)
+	defer db.terms.hold(true)
+	if err := db.terms.catchUp(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // TestWholeChunksOnly: at the default minChunk the indexer leaves a project-stream
 // alone until a whole chunk of it waits, then indexes that chunk as one final segment;
 // queries stay exact over the events after the watermark, and the seals' terms stay
@@ -41,15 +51,7 @@ func TestWholeChunksOnly(t *testing.T) {
 	busy := genEvents(6, "b", termChunk+300)
 	sealBatches(t, db, termLogA, quiet[:termChunk-1], thousands(termChunk-1)...)
 	sealBatches(t, db, termLogB, busy, thousands(len(busy))...)
-	catchUp := func() {
-		t.Helper()
-		db.terms.hold(false)
-		defer db.terms.hold(true)
-		if err := db.terms.catchUp(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	catchUp()
+	catchUpHeld(t, db)
 	marks := checkTermsConsistent(t, db, map[catalog.LogID][]catalog.Event{termLogA: quiet[:termChunk-1], termLogB: busy})
 	if marks[termLogA] != 0 || marks[termLogB] != termChunk {
 		t.Fatalf("watermarks: %s at %d of %d events, %s at %d of %d; want 0 and %d", termLogA, marks[termLogA], termChunk-1,
@@ -82,7 +84,7 @@ func TestWholeChunksOnly(t *testing.T) {
 
 	// The quiet stream's next event completes its chunk.
 	sealBatches(t, db, termLogA, quiet[termChunk-1:], 1)
-	catchUp()
+	catchUpHeld(t, db)
 	marks = checkTermsConsistent(t, db, map[catalog.LogID][]catalog.Event{termLogA: quiet, termLogB: busy})
 	if marks[termLogA] != termChunk || marks[termLogB] != termChunk {
 		t.Fatalf("watermarks after the quiet stream's whole chunk: %d and %d, want %d", marks[termLogA], marks[termLogB], termChunk)
@@ -104,11 +106,7 @@ func BenchmarkQueryTail(b *testing.B) {
 		evs := genEvents(5, "q", termChunk-1)
 		sealBatches(b, db, termLogA, evs, thousands(len(evs))...)
 		if indexed {
-			db.terms.hold(false)
-			if err := db.terms.catchUp(); err != nil { // TestMain's IndexEveryEvent: every event
-				b.Fatal(err)
-			}
-			db.terms.hold(true)
+			catchUpHeld(b, db) // TestMain's IndexEveryEvent: every event
 		}
 		name := map[bool]string{false: "tail", true: "indexed"}[indexed]
 		for _, q := range []struct {
@@ -154,11 +152,7 @@ func TestScrubBeforeWholeChunk(t *testing.T) {
 		evs[i].Action, evs[i].ActorType, evs[i].ActorID, evs[i].TargetType, evs[i].TargetID = "", "", "", "", ""
 	}
 	sealBatches(t, db, termLogA, evs[termChunk-1:], 1)
-	db.terms.hold(false)
-	if err := db.terms.catchUp(); err != nil {
-		t.Fatal(err)
-	}
-	db.terms.hold(true)
+	catchUpHeld(t, db)
 	if marks := checkTermsConsistent(t, db, map[catalog.LogID][]catalog.Event{termLogA: evs}); marks[termLogA] != termChunk {
 		t.Fatalf("watermark %d, want the whole chunk, %d", marks[termLogA], termChunk)
 	}
